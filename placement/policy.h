@@ -113,8 +113,8 @@ std::unique_ptr<PlacementPolicy> MakePolicy(std::string_view name, const PolicyO
 // The names MakePolicy() knows, ours first.
 std::vector<std::string> PolicyNames();
 
-// Maps raw scores to 0..10 (max -> 10, min feasible -> 0); infeasible (negative) scores map to 0
-// and are reported through `feasible` if given.
+// Maps raw scores to the extender's 0..10: infeasible (negative) -> 0, feasible -> 1..10 linearly
+// between the lowest and the highest feasible score (all equal -> 10).
 std::vector<int> NormalizeScores(std::span<const int64_t> raw);
 
 // The nodes the spare reserve designates in each domain: the last `spares_per_domain` Schedulable,

@@ -1,0 +1,255 @@
+#include "placement/policy.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "placement/topology_for_test.h"
+
+namespace nvl72::placement {
+namespace {
+
+GangRequest Gang(int replicas, TopologyMode mode = TopologyMode::kRequired, int segment = 0, int gpus = 4) {
+  GangRequest r;
+  r.key = "ns/job";
+  r.replicas = replicas;
+  r.gpus_per_replica = gpus;
+  r.mode = mode;
+  r.segment_size = segment;
+  return r;
+}
+
+std::set<std::string> DomainsOf(const Snapshot& s, const GangPlacement& p) {
+  std::set<std::string> out;
+  for (NodeId id : p.rank_nodes) out.insert(s.domains[static_cast<size_t>(s.nodes[static_cast<size_t>(id)].domain)].name);
+  return out;
+}
+
+const char* kEighteen = ". . . . . . . . . . . . . . . . . .";
+
+struct GangCase {
+  std::string name;
+  std::string policy;
+  int spares;
+  std::string topology;
+  GangRequest request;
+  bool placed;
+  std::set<std::string> domains;  // expected domains of the placement (when placed)
+  std::string reason_contains;    // expected substring of the reason (when not placed)
+};
+
+class GangPlacementTable : public ::testing::TestWithParam<GangCase> {};
+
+TEST_P(GangPlacementTable, Decides) {
+  const GangCase& c = GetParam();
+  Snapshot s = ParseTopology(c.topology);
+  auto policy = MakePolicy(c.policy, PolicyOptions{c.spares});
+  ASSERT_NE(policy, nullptr);
+  GangDecision d = policy->PlaceGang(s, c.request);
+  ASSERT_EQ(d.placed, c.placed) << d.reason;
+  if (!c.placed) {
+    EXPECT_NE(d.reason.find(c.reason_contains), std::string::npos) << d.reason;
+    EXPECT_TRUE(d.placement.rank_nodes.empty());
+    return;
+  }
+  ASSERT_EQ(static_cast<int>(d.placement.rank_nodes.size()), c.request.replicas);
+  EXPECT_EQ(DomainsOf(s, d.placement), c.domains);
+  std::set<NodeId> distinct(d.placement.rank_nodes.begin(), d.placement.rank_nodes.end());
+  EXPECT_EQ(distinct.size(), d.placement.rank_nodes.size()) << "one rank per node";
+  for (NodeId id : d.placement.rank_nodes) {
+    const Node& n = s.nodes[static_cast<size_t>(id)];
+    EXPECT_TRUE(n.Schedulable()) << n.name;
+    EXPECT_GE(n.FreeGpus(), c.request.gpus_per_replica) << n.name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Placement, GangPlacementTable,
+    ::testing::Values(
+        GangCase{"ExactFitWithSpares", "nvl72", 2, std::string("a: ") + kEighteen, Gang(16), true, {"a"}, ""},
+        GangCase{"SparesAreKeptFromGangs", "nvl72", 2, std::string("a: ") + kEighteen, Gang(17), false, {},
+                 "largest free block is 16 nodes in a"},
+        GangCase{"NoSparesInBaseline", "domain-best-fit", 2, std::string("a: ") + kEighteen, Gang(17), true,
+                 {"a"}, ""},
+        GangCase{"BestFitPicksTightestDomain", "domain-best-fit", 0,
+                 "a: . . . . . . . . . .\nb: . . . . . .\nc: . . . . . . . .", Gang(5), true, {"b"}, ""},
+        GangCase{"TiesGoToFirstDomain", "nvl72", 0, "a: . . . .\nb: . . . .", Gang(4), true, {"a"}, ""},
+        GangCase{"UnhealthyCordonedTaintedSkipped", "nvl72", 0, "a: . X C T .\nb: . . .", Gang(3), true,
+                 {"b"}, ""},
+        GangCase{"UnhealthyLeaveNoRoom", "nvl72", 0, "a: . X C T . .\nb: . . 1", Gang(4), false, {},
+                 "needs 4 nodes with 4 free GPUs in one NVLink domain"},
+        GangCase{"RequiredNeverSpans", "nvl72", 0, "a: . . . . . . . .\nb: . . . . . . . .", Gang(16), false,
+                 {}, "largest free block is 8 nodes"},
+        GangCase{"SegmentsEachInOneDomain", "nvl72", 0, "a: . . . . . . . .\nb: . . . . . . . .",
+                 Gang(16, TopologyMode::kRequired, 8), true, {"a", "b"}, ""},
+        GangCase{"SegmentsMayShareADomain", "nvl72", 0, "a: . . . . . . . .\nb: . .",
+                 Gang(8, TopologyMode::kRequired, 4), true, {"a"}, ""},
+        GangCase{"SegmentsThatDoNotTileWait", "nvl72", 0, "a: . . . . . .\nb: . . . . . .",
+                 Gang(12, TopologyMode::kRequired, 4), false, {}, "needs 4 nodes"},
+        GangCase{"PreferredSpansFewestDomains", "nvl72", 0, "a: . .\nb: . . . . .\nc: . . .",
+                 Gang(8, TopologyMode::kPreferred), true, {"b", "c"}, ""},
+        GangCase{"OneNodeDomainsRequired", "nvl72", 0, "a: .\nb: .\nc: .", Gang(2), false, {},
+                 "largest free block is 1 node in a"},
+        GangCase{"OneNodeDomainsSingleRank", "nvl72", 0, "a: 4\nb: .\nc: .", Gang(1), true, {"b"}, ""},
+        GangCase{"PartialRanksUseTightestNodes", "nvl72", 0, "a: . . 2 2\nb: . . . .",
+                 Gang(2, TopologyMode::kRequired, 0, 2), true, {"a"}, ""},
+        GangCase{"SpreadIsTopologyBlind", "spread", 0, "a: . . 2 2\nb: . . . .", Gang(4), true, {"a", "b"}, ""},
+        GangCase{"FirstFitIsTopologyBlind", "first-fit", 0, "a: . 4 . 4\nb: . . . .", Gang(3), true, {"a", "b"},
+                 ""},
+        GangCase{"InvalidRequest", "nvl72", 0, "a: . .", Gang(0), false, {}, "replicas must be >= 1"}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(GangPlacementTest, SegmentsAreConsecutiveRanks) {
+  Snapshot s = ParseTopology("a: . . . . . .\nb: . . . . . .\nc: . . . . . .");
+  auto p = MakePolicy("nvl72", {0});
+  GangDecision d = p->PlaceGang(s, Gang(12, TopologyMode::kRequired, 4));
+  ASSERT_TRUE(d.placed) << d.reason;
+  EXPECT_TRUE(d.placement.SegmentsInOneDomain(s, 4));
+}
+
+TEST(GangPlacementTest, ThousandDomainsPicksTheOnlyTightFit) {
+  Snapshot s;
+  for (int i = 0; i < 1000; ++i) s.AddDomain("d" + std::to_string(i), 18, 4);
+  // Every domain is empty except d737, which has exactly 10 free nodes after its spares.
+  for (int n = 0; n < 6; ++n) s.nodes[static_cast<size_t>(737 * 18 + n)].gpu_used = 4;
+  auto p = MakePolicy("nvl72", {2});
+  GangDecision d = p->PlaceGang(s, Gang(10));
+  ASSERT_TRUE(d.placed) << d.reason;
+  EXPECT_EQ(DomainsOf(s, d.placement), std::set<std::string>{"d737"});
+  // Deterministic: the same input gives the same nodes.
+  EXPECT_EQ(p->PlaceGang(s, Gang(10)).placement.rank_nodes, d.placement.rank_nodes);
+}
+
+TEST(GangPlacementTest, SpareNodesAreTheLastEmptyOnes) {
+  Snapshot s = ParseTopology("a: . . . . 4 .");
+  auto p = MakePolicy("nvl72", {2});
+  GangDecision d = p->PlaceGang(s, Gang(2));
+  ASSERT_TRUE(d.placed);
+  const auto spare = DesignatedSpares(s, 2);
+  for (NodeId id : d.placement.rank_nodes) EXPECT_FALSE(spare[static_cast<size_t>(id)]);
+  EXPECT_TRUE(spare[5]);
+  EXPECT_TRUE(spare[3]);
+  EXPECT_FALSE(spare[4]) << "a used node is never a spare";
+}
+
+TEST(RecoveryTest, ReplacesInSameDomainSparesFirst) {
+  Snapshot s = ParseTopology("a: . . . . 2 .\nb: . . . .");
+  auto p = MakePolicy("nvl72", {2});
+  GangPlacement current{{0, 1, 2}};
+  s.nodes[1].ready = false;
+  const int failed[] = {1};
+  RecoveryDecision r = p->SelectReplacements(s, Gang(3), current, failed);
+  ASSERT_TRUE(r.recovered) << r.reason;
+  EXPECT_EQ(r.replacement[0], 5) << "the last empty node of the domain is the first spare";
+}
+
+TEST(RecoveryTest, TwoFailuresGetDistinctNodes) {
+  Snapshot s = ParseTopology("a: . . . . . .");
+  auto p = MakePolicy("nvl72", {2});
+  GangPlacement current{{0, 1, 2, 3}};
+  s.nodes[0].ready = false;
+  s.nodes[2].ready = false;
+  const int failed[] = {0, 2};
+  RecoveryDecision r = p->SelectReplacements(s, Gang(4), current, failed);
+  ASSERT_TRUE(r.recovered) << r.reason;
+  EXPECT_EQ(std::set<NodeId>(r.replacement.begin(), r.replacement.end()), (std::set<NodeId>{4, 5}));
+}
+
+TEST(RecoveryTest, NoHealthyNodeInDomainIsAReason) {
+  Snapshot s = ParseTopology("a: . . X\nb: . . . .");
+  auto p = MakePolicy("nvl72", {2});
+  GangPlacement current{{0, 1}};
+  s.nodes[1].ready = false;
+  const int failed[] = {1};
+  RecoveryDecision r = p->SelectReplacements(s, Gang(2), current, failed);
+  EXPECT_FALSE(r.recovered);
+  EXPECT_EQ(r.replacement[0], kNoNode);
+  EXPECT_NE(r.reason.find("left in a"), std::string::npos) << r.reason;
+}
+
+TEST(RecoveryTest, PartlyUsedNodeWhenNoSpare) {
+  Snapshot s = ParseTopology("a: . . 2 3");
+  auto p = MakePolicy("nvl72", {2});
+  GangPlacement current{{0, 1}};
+  s.nodes[0].ready = false;
+  const int failed[] = {0};
+  RecoveryDecision r = p->SelectReplacements(s, Gang(2, TopologyMode::kRequired, 0, 1), current, failed);
+  ASSERT_TRUE(r.recovered) << r.reason;
+  EXPECT_EQ(r.replacement[0], 3) << "tightest fit: 1 free GPU on n3";
+}
+
+TEST(PodScoreTest, Nvl72PacksIntoFragmentedDomainAndAvoidsSpares) {
+  Snapshot s = ParseTopology("a: . . . . . .\nb: 3 . . . . .\nc: 2 2 . . . R");
+  auto p = MakePolicy("nvl72", {2});
+  EXPECT_EQ(p->PlacePod(s, 1), 6) << "b-n0 has exactly one free GPU";
+  EXPECT_EQ(p->PlacePod(s, 2), 12) << "c-n0: partly used, tightest, most fragmented domain";
+  Snapshot full = ParseTopology("a: 4 4 . .");
+  EXPECT_EQ(p->PlacePod(full, 4), 2) << "a spare is the last resort, not refused";
+  Snapshot reserved = ParseTopology("a: R 4");
+  EXPECT_EQ(p->PlacePod(reserved, 1), kNoNode);
+}
+
+TEST(PodScoreTest, Nvl72UsesEmptyNodeOfTheMostUsedDomain) {
+  Snapshot s = ParseTopology("a: . . . . . .\nb: 4 4 . . . .");
+  auto p = MakePolicy("nvl72", {1});
+  const NodeId id = p->PlacePod(s, 4);
+  ASSERT_NE(id, kNoNode);
+  EXPECT_EQ(s.nodes[static_cast<size_t>(id)].domain, 1);
+}
+
+TEST(PodScoreTest, SpreadPicksTheEmptiestFirstFitTheFirst) {
+  Snapshot s = ParseTopology("a: 2 3 . 1");
+  EXPECT_EQ(MakePolicy("spread")->PlacePod(s, 1), 2);
+  EXPECT_EQ(MakePolicy("first-fit")->PlacePod(s, 1), 0);
+  EXPECT_EQ(MakePolicy("domain-best-fit")->PlacePod(s, 1), 1);
+}
+
+TEST(PodScoreTest, InfeasibleNodesScoreNegative) {
+  Snapshot s = ParseTopology("a: 4 X C . 3");
+  for (const std::string& name : PolicyNames()) {
+    auto p = MakePolicy(name, {0});
+    std::vector<NodeId> nodes{0, 1, 2, 3, 4};
+    std::vector<int64_t> scores(nodes.size());
+    p->ScorePods(s, 2, nodes, scores);
+    EXPECT_LT(scores[0], 0) << name;
+    EXPECT_LT(scores[1], 0) << name;
+    EXPECT_LT(scores[2], 0) << name;
+    EXPECT_GE(scores[3], 0) << name;
+    EXPECT_LT(scores[4], 0) << name;
+  }
+}
+
+TEST(NormalizeTest, MapsToOneToTenAndInfeasibleToZero) {
+  const int64_t raw[] = {-1, 100, 550, 1000};
+  EXPECT_EQ(NormalizeScores(raw), (std::vector<int>{0, 1, 5, 10}));
+  const int64_t same[] = {7, 7};
+  EXPECT_EQ(NormalizeScores(same), (std::vector<int>{10, 10}));
+  const int64_t none[] = {-1, -5};
+  EXPECT_EQ(NormalizeScores(none), (std::vector<int>{0, 0}));
+}
+
+TEST(PolicyFactoryTest, KnowsEveryNameAndRejectsOthers) {
+  for (const std::string& name : PolicyNames()) {
+    auto p = MakePolicy(name);
+    ASSERT_NE(p, nullptr) << name;
+    EXPECT_EQ(p->Name(), name);
+  }
+  EXPECT_EQ(MakePolicy("best"), nullptr);
+  EXPECT_TRUE(MakePolicy("nvl72")->RecoversInPlace());
+  EXPECT_FALSE(MakePolicy("domain-best-fit")->RecoversInPlace());
+  EXPECT_EQ(MakePolicy("nvl72", {3})->SparesPerDomain(), 3);
+  EXPECT_EQ(MakePolicy("domain-best-fit", {3})->SparesPerDomain(), 0);
+}
+
+TEST(ValidateTest, NamesTheField) {
+  GangRequest r = Gang(4);
+  EXPECT_EQ(ValidateGangRequest(r), "");
+  r.segment_size = 5;
+  EXPECT_NE(ValidateGangRequest(r).find("segmentSize"), std::string::npos);
+  r = Gang(4);
+  r.gpus_per_replica = -1;
+  EXPECT_NE(ValidateGangRequest(r).find("gpusPerReplica"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nvl72::placement
