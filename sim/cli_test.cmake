@@ -1,0 +1,31 @@
+# Runs nvl72-sim on bad input and checks the CLI contract: exit code 2 and one message naming the
+# file and line. Invoked by ctest (sim_cli_bad_trace) with -DSIM=<binary> -DWORK_DIR=<dir>.
+set(bad "${WORK_DIR}/cli_bad_trace.csv")
+file(WRITE "${bad}" "job_id,submission_time,duration,num_gpu\na,0,10,1\nb,5,-3,1\n")
+
+function(expect_failure expected_message)
+  execute_process(COMMAND "${SIM}" ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 2)
+    message(FATAL_ERROR "nvl72-sim ${ARGN}: exit code ${rc}, expected 2 (stderr: ${err})")
+  endif()
+  string(FIND "${err}" "${expected_message}" pos)
+  if(pos EQUAL -1)
+    message(FATAL_ERROR "nvl72-sim ${ARGN}: stderr '${err}' lacks '${expected_message}'")
+  endif()
+  string(REGEX MATCHALL "\n" lines "${err}")
+  list(LENGTH lines line_count)
+  if(NOT line_count EQUAL 1)
+    message(FATAL_ERROR "nvl72-sim ${ARGN}: expected one line on stderr, got '${err}'")
+  endif()
+endfunction()
+
+expect_failure("${bad}:3: duration" --trace "${bad}")
+expect_failure("cannot open" --trace "${WORK_DIR}/no_such_trace.csv")
+file(WRITE "${WORK_DIR}/cli_good_trace.csv" "job_id,submission_time,duration,num_gpu\na,0,10,1\n")
+expect_failure("unknown policy 'bogus'" --trace "${WORK_DIR}/cli_good_trace.csv" --policies bogus)
+expect_failure("--racks" --trace "${WORK_DIR}/cli_good_trace.csv" --racks zero)
+
+execute_process(COMMAND "${SIM}" --help RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(NOT rc EQUAL 0 OR NOT out MATCHES "--mtbf-hours")
+  message(FATAL_ERROR "nvl72-sim --help: exit ${rc}, output '${out}'")
+endif()

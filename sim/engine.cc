@@ -1,0 +1,541 @@
+#include "sim/engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <queue>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "placement/fragmentation.h"
+#include "placement/snapshot.h"
+#include "sim/failure_model.h"
+
+namespace nvl72::sim {
+namespace {
+
+using placement::GangPlacement;
+using placement::GangRequest;
+using placement::NodeId;
+using placement::PlacementPolicy;
+using placement::Snapshot;
+
+// Same-time events are handled in this order, then one scheduling pass runs: a job that completes
+// at the instant its node fails has completed.
+enum class EventType : int { kCompletion = 0, kRepair = 1, kFailure = 2 };
+
+struct Event {
+  double time = 0;
+  EventType type = EventType::kCompletion;
+  int64_t seq = 0;   // insertion order: deterministic tie-break
+  int subject = 0;   // job (completion) or node (failure, repair)
+  int epoch = 0;     // completion: the job's epoch when scheduled; stale events are dropped
+};
+
+struct EventAfter {
+  bool operator()(const Event& a, const Event& b) const {
+    return std::tie(a.time, a.type, a.seq) > std::tie(b.time, b.type, b.seq);
+  }
+};
+
+struct Shape {
+  bool gang = false;
+  int ranks = 1;          // gang ranks (whole nodes); 1 for a pod
+  int gpus_per_node = 0;  // GPUs held on each node
+  GangRequest request;    // gangs only
+};
+
+enum class JobState { kFuture, kWaiting, kRunning, kDone, kNeverPlaced };
+
+struct Job {
+  const TraceJob* trace = nullptr;
+  int shape = 0;
+  JobState state = JobState::kFuture;
+  double remaining_s = 0;      // work left, in seconds at full speed
+  double first_start_s = -1;
+  bool restart_pending = false;  // the next start resumes from a checkpoint: pays the restart cost
+  int epoch = 0;
+  GangPlacement placement;     // rank -> node; a pod has one entry
+  double speed = 1;
+  double run_start_s = 0;      // the current run (including restart overhead) began
+  double progress_start_s = 0; // the current run makes progress from here
+};
+
+class Run {
+ public:
+  Run(const Trace& trace, const PlacementPolicy& policy, const SimOptions& options)
+      : trace_(trace), policy_(policy), options_(options),
+        failures_(options.cluster.racks * options.cluster.nodes_per_rack,
+                  FailureModelOptions{options.mtbf_hours, options.repair_hours, options.seed}) {}
+
+  StatusOr<PolicyMetrics> Execute();
+
+ private:
+  void BuildCluster();
+  void BuildJobs();
+  void Integrate(double until);
+  Status SchedulePass();
+  StatusOr<bool> TryStart(int job_index);
+  Status HandleFailure(int node);
+  void HandleRepair(int node);
+  void HandleCompletion(int job_index, int epoch);
+  void BeginSegment(Job& job, int job_index, bool restart);
+  void CloseSegment(Job& job, bool interrupted);
+  void Occupy(int job_index, NodeId node);
+  void ReleaseNode(int job_index, NodeId node);
+  void Requeue(int job_index);
+  void RefreshWaitingState();
+  void Push(EventType type, double time, int subject, int epoch = 0);
+  Status CheckNode(NodeId node, int gpus, const char* what) const;
+
+  const Trace& trace_;
+  const PlacementPolicy& policy_;
+  const SimOptions options_;
+  FailureTimeline failures_;
+  PolicyMetrics metrics_;
+
+  Snapshot snapshot_;
+  std::vector<std::vector<int>> node_jobs_;  // node -> jobs running on it
+  std::vector<Shape> shapes_;
+  std::vector<std::set<int>> queues_;        // per shape: waiting jobs by arrival index
+  std::vector<bool> shape_blocked_;          // failed since the last time capacity was freed
+  std::vector<Job> jobs_;
+  std::priority_queue<Event, std::vector<Event>, EventAfter> events_;
+  int64_t next_seq_ = 0;
+  size_t next_arrival_ = 0;
+
+  double now_ = 0;
+  WaitingClock clock_;
+  int waiting_jobs_ = 0;
+  int running_jobs_ = 0;
+  int down_nodes_ = 0;
+  int healthy_gpus_ = 0;
+  int stranded_gpus_ = 0;
+  bool stats_dirty_ = true;
+  int64_t finished_ = 0;  // done + never placed
+  double last_completion_s_ = 0;
+  std::vector<double> waits_;
+
+  // Accumulators in GPU-seconds / seconds.
+  double healthy_gpu_s_waiting_ = 0;
+  double stranded_gpu_s_waiting_ = 0;
+  double useful_gpu_s_waiting_ = 0;
+  double useful_gpu_s_total_ = 0;
+  double lost_gpu_s_ = 0;
+  double restart_gpu_s_ = 0;
+  double slowdown_gpu_s_ = 0;
+};
+
+void Run::BuildCluster() {
+  const ClusterShape& c = options_.cluster;
+  for (int r = 0; r < c.racks; ++r) {
+    snapshot_.AddDomain("rack-" + std::to_string(r), c.nodes_per_rack, c.gpus_per_node);
+  }
+  node_jobs_.assign(snapshot_.nodes.size(), {});
+  healthy_gpus_ = snapshot_.TotalGpus();
+}
+
+void Run::BuildJobs() {
+  const ClusterShape& c = options_.cluster;
+  jobs_.resize(trace_.jobs.size());
+  for (size_t i = 0; i < trace_.jobs.size(); ++i) {
+    const TraceJob& t = trace_.jobs[i];
+    Shape shape;
+    shape.gang = t.gpus > c.gpus_per_node;
+    shape.ranks = shape.gang ? (t.gpus + c.gpus_per_node - 1) / c.gpus_per_node : 1;
+    shape.gpus_per_node = shape.gang ? c.gpus_per_node : t.gpus;
+    auto it = std::find_if(shapes_.begin(), shapes_.end(), [&](const Shape& s) {
+      return s.gang == shape.gang && s.ranks == shape.ranks && s.gpus_per_node == shape.gpus_per_node;
+    });
+    if (it == shapes_.end()) {
+      if (shape.gang) {
+        shape.request.key = "gang-" + std::to_string(shape.ranks) + "x" +
+                            std::to_string(shape.gpus_per_node);
+        shape.request.replicas = shape.ranks;
+        shape.request.gpus_per_replica = shape.gpus_per_node;
+        shape.request.mode = placement::TopologyMode::kRequired;
+        shape.request.segment_size = SegmentSizeFor(shape.ranks, c, options_.spares);
+      }
+      shapes_.push_back(shape);
+      it = shapes_.end() - 1;
+    }
+    Job& job = jobs_[i];
+    job.trace = &t;
+    job.shape = static_cast<int>(it - shapes_.begin());
+    job.remaining_s = t.duration_s;
+  }
+  queues_.assign(shapes_.size(), {});
+  shape_blocked_.assign(shapes_.size(), false);
+}
+
+void Run::Push(EventType type, double time, int subject, int epoch) {
+  events_.push(Event{time, type, next_seq_++, subject, epoch});
+}
+
+Status Run::CheckNode(NodeId node, int gpus, const char* what) const {
+  if (node < 0 || static_cast<size_t>(node) >= snapshot_.nodes.size()) {
+    return InternalError(std::string(policy_.Name()) + ": " + what + " returned node " +
+                         std::to_string(node) + " outside the snapshot");
+  }
+  const placement::Node& n = snapshot_.nodes[static_cast<size_t>(node)];
+  if (!n.Schedulable() || n.FreeGpus() < gpus) {
+    return InternalError(std::string(policy_.Name()) + ": " + what + " chose node " + n.name +
+                         " which is not schedulable or lacks " + std::to_string(gpus) + " GPUs");
+  }
+  return Status::Ok();
+}
+
+void Run::Occupy(int job_index, NodeId node) {
+  const Shape& shape = shapes_[static_cast<size_t>(jobs_[static_cast<size_t>(job_index)].shape)];
+  placement::Node& n = snapshot_.nodes[static_cast<size_t>(node)];
+  n.gpu_used += shape.gpus_per_node;
+  if (shape.gang) n.gang_reserved = true;
+  node_jobs_[static_cast<size_t>(node)].push_back(job_index);
+  stats_dirty_ = true;
+}
+
+void Run::ReleaseNode(int job_index, NodeId node) {
+  const Shape& shape = shapes_[static_cast<size_t>(jobs_[static_cast<size_t>(job_index)].shape)];
+  placement::Node& n = snapshot_.nodes[static_cast<size_t>(node)];
+  n.gpu_used -= shape.gpus_per_node;
+  if (shape.gang) n.gang_reserved = false;
+  auto& on_node = node_jobs_[static_cast<size_t>(node)];
+  on_node.erase(std::find(on_node.begin(), on_node.end(), job_index));
+  // Capacity came back: every shape may fit again.
+  std::fill(shape_blocked_.begin(), shape_blocked_.end(), false);
+  stats_dirty_ = true;
+}
+
+void Run::BeginSegment(Job& job, int job_index, bool restart) {
+  job.run_start_s = now_;
+  job.progress_start_s = now_ + (restart ? options_.restart_minutes * 60.0 : 0.0);
+  job.restart_pending = false;
+  ++job.epoch;
+  Push(EventType::kCompletion, job.progress_start_s + job.remaining_s / job.speed, job_index,
+       job.epoch);
+}
+
+void Run::CloseSegment(Job& job, bool interrupted) {
+  const double gpus = job.trace->gpus;
+  const double s = job.speed;
+  const double ps = job.progress_start_s;
+  restart_gpu_s_ += gpus * (std::min(now_, ps) - job.run_start_s);
+  if (now_ > ps) {
+    const double ran = now_ - ps;
+    useful_gpu_s_waiting_ += gpus * s * (clock_.At(now_) - clock_.At(ps));
+    useful_gpu_s_total_ += gpus * s * ran;
+    slowdown_gpu_s_ += gpus * (1.0 - s) * ran;
+    if (interrupted) {
+      const double period = options_.checkpoint_minutes * 60.0;
+      const double saved = period > 0 ? std::floor(ran / period) * period : ran;
+      const double checkpoint = ps + saved;
+      useful_gpu_s_waiting_ -= gpus * s * (clock_.At(now_) - clock_.At(checkpoint));
+      useful_gpu_s_total_ -= gpus * s * (now_ - checkpoint);
+      lost_gpu_s_ += gpus * s * (now_ - checkpoint);
+      job.remaining_s = std::max(0.0, job.remaining_s - s * saved);
+    } else {
+      job.remaining_s = 0;
+    }
+  }
+  ++job.epoch;  // drops the pending completion event
+}
+
+void Run::Requeue(int job_index) {
+  Job& job = jobs_[static_cast<size_t>(job_index)];
+  for (NodeId node : job.placement.rank_nodes) ReleaseNode(job_index, node);
+  job.placement.rank_nodes.clear();
+  job.state = JobState::kWaiting;
+  job.restart_pending = true;
+  queues_[static_cast<size_t>(job.shape)].insert(job_index);
+  --running_jobs_;
+  ++waiting_jobs_;
+  ++metrics_.requeues;
+}
+
+StatusOr<bool> Run::TryStart(int job_index) {
+  Job& job = jobs_[static_cast<size_t>(job_index)];
+  const Shape& shape = shapes_[static_cast<size_t>(job.shape)];
+  if (shape.gang) {
+    placement::GangDecision decision = policy_.PlaceGang(snapshot_, shape.request);
+    if (!decision.placed) return false;
+    const auto& nodes = decision.placement.rank_nodes;
+    if (nodes.size() != static_cast<size_t>(shape.ranks)) {
+      return InternalError(std::string(policy_.Name()) + ": PlaceGang returned " +
+                           std::to_string(nodes.size()) + " ranks for a gang of " +
+                           std::to_string(shape.ranks));
+    }
+    for (size_t r = 0; r < nodes.size(); ++r) {
+      NVL72_RETURN_IF_ERROR(CheckNode(nodes[r], shape.gpus_per_node, "PlaceGang"));
+      if (std::find(nodes.begin(), nodes.begin() + static_cast<long>(r), nodes[r]) !=
+          nodes.begin() + static_cast<long>(r)) {
+        return InternalError(std::string(policy_.Name()) + ": PlaceGang put two ranks on one node");
+      }
+    }
+    const int spanned = decision.placement.DomainsSpanned(snapshot_);
+    job.speed = spanned > 1 ? options_.cross_domain_speed : 1.0;
+    ++metrics_.gang_starts;
+    if (decision.placement.SegmentsInOneDomain(snapshot_, shape.request.EffectiveSegmentSize())) {
+      ++metrics_.gang_starts_single_domain;
+    }
+    if (spanned > 1) ++metrics_.gang_starts_cross_domain;
+    job.placement = std::move(decision.placement);
+  } else {
+    const NodeId node = policy_.PlacePod(snapshot_, shape.gpus_per_node);
+    if (node == placement::kNoNode) return false;
+    NVL72_RETURN_IF_ERROR(CheckNode(node, shape.gpus_per_node, "PlacePod"));
+    job.speed = 1.0;
+    job.placement.rank_nodes = {node};
+    ++metrics_.pod_starts;
+  }
+  for (NodeId node : job.placement.rank_nodes) Occupy(job_index, node);
+  job.state = JobState::kRunning;
+  --waiting_jobs_;
+  ++running_jobs_;
+  if (job.first_start_s < 0) {
+    job.first_start_s = now_;
+    waits_.push_back(now_ - job.trace->submission_s);
+  }
+  BeginSegment(job, job_index, job.restart_pending);
+  return true;
+}
+
+Status Run::SchedulePass() {
+  while (true) {
+    // The waiting job earliest in arrival order among the shapes not blocked in this pass.
+    int best_shape = -1;
+    int best_job = 0;
+    for (size_t s = 0; s < shapes_.size(); ++s) {
+      if (shape_blocked_[s] || queues_[s].empty()) continue;
+      const int head = *queues_[s].begin();
+      if (best_shape < 0 || head < best_job) {
+        best_shape = static_cast<int>(s);
+        best_job = head;
+      }
+    }
+    if (best_shape < 0) return Status::Ok();
+    StatusOr<bool> started = TryStart(best_job);
+    if (!started.ok()) return started.status();
+    if (*started) {
+      queues_[static_cast<size_t>(best_shape)].erase(queues_[static_cast<size_t>(best_shape)].begin());
+      stats_dirty_ = true;
+    } else {
+      // The cluster only fills until capacity is freed again: this shape cannot fit until then.
+      shape_blocked_[static_cast<size_t>(best_shape)] = true;
+    }
+  }
+}
+
+Status Run::HandleFailure(int node) {
+  ++metrics_.node_failures;
+  placement::Node& n = snapshot_.nodes[static_cast<size_t>(node)];
+  n.ready = false;
+  ++down_nodes_;
+  healthy_gpus_ -= n.gpu_capacity;
+  stats_dirty_ = true;
+  const std::vector<int> hit = node_jobs_[static_cast<size_t>(node)];
+  if (!hit.empty()) ++metrics_.node_failures_hitting_jobs;
+  for (int job_index : hit) {
+    Job& job = jobs_[static_cast<size_t>(job_index)];
+    const Shape& shape = shapes_[static_cast<size_t>(job.shape)];
+    ++metrics_.job_interruptions;
+    CloseSegment(job, /*interrupted=*/true);
+    if (shape.gang) {
+      ++metrics_.gang_failures;
+      if (policy_.RecoversInPlace()) {
+        std::vector<int> failed_ranks;
+        for (size_t r = 0; r < job.placement.rank_nodes.size(); ++r) {
+          if (job.placement.rank_nodes[r] == node) failed_ranks.push_back(static_cast<int>(r));
+        }
+        placement::RecoveryDecision recovery =
+            policy_.SelectReplacements(snapshot_, shape.request, job.placement, failed_ranks);
+        if (recovery.recovered) {
+          if (recovery.replacement.size() != failed_ranks.size()) {
+            return InternalError(std::string(policy_.Name()) +
+                                 ": SelectReplacements returned the wrong number of nodes");
+          }
+          for (size_t k = 0; k < failed_ranks.size(); ++k) {
+            const NodeId replacement = recovery.replacement[k];
+            NVL72_RETURN_IF_ERROR(CheckNode(replacement, shape.gpus_per_node, "SelectReplacements"));
+            if (snapshot_.nodes[static_cast<size_t>(replacement)].domain != n.domain) {
+              return InternalError(std::string(policy_.Name()) +
+                                   ": SelectReplacements left the failed node's domain");
+            }
+            ReleaseNode(job_index, node);
+            job.placement.rank_nodes[static_cast<size_t>(failed_ranks[k])] = replacement;
+            Occupy(job_index, replacement);
+          }
+          ++metrics_.gang_recovered_in_place;
+          BeginSegment(job, job_index, /*restart=*/true);
+          continue;
+        }
+      }
+    }
+    Requeue(job_index);
+  }
+  return Status::Ok();
+}
+
+void Run::HandleRepair(int node) {
+  placement::Node& n = snapshot_.nodes[static_cast<size_t>(node)];
+  n.ready = true;
+  --down_nodes_;
+  healthy_gpus_ += n.gpu_capacity;
+  std::fill(shape_blocked_.begin(), shape_blocked_.end(), false);
+  stats_dirty_ = true;
+  const NodeOutage next = failures_.NextOutage(node, now_);
+  Push(EventType::kFailure, next.fail_s, node);
+  Push(EventType::kRepair, next.repaired_s, node);
+}
+
+void Run::HandleCompletion(int job_index, int epoch) {
+  Job& job = jobs_[static_cast<size_t>(job_index)];
+  if (job.state != JobState::kRunning || job.epoch != epoch) return;  // stale
+  CloseSegment(job, /*interrupted=*/false);
+  for (NodeId node : job.placement.rank_nodes) ReleaseNode(job_index, node);
+  job.placement.rank_nodes.clear();
+  job.state = JobState::kDone;
+  --running_jobs_;
+  ++finished_;
+  ++metrics_.jobs_completed;
+  last_completion_s_ = now_;
+}
+
+void Run::RefreshWaitingState() {
+  if (waiting_jobs_ == 0) {
+    stranded_gpus_ = 0;
+    return;
+  }
+  if (!stats_dirty_) return;
+  std::vector<placement::JobShape> mix;
+  for (size_t s = 0; s < shapes_.size(); ++s) {
+    if (queues_[s].empty()) continue;
+    mix.push_back(placement::JobShape{shapes_[s].ranks, shapes_[s].gpus_per_node});
+  }
+  stranded_gpus_ = placement::ComputeStats(snapshot_, policy_.SparesPerDomain(), mix).stranded_gpus;
+  stats_dirty_ = false;
+}
+
+void Run::Integrate(double until) {
+  const double dt = until - now_;
+  if (dt > 0 && waiting_jobs_ > 0) {
+    metrics_.waiting_hours += dt / 3600.0;
+    healthy_gpu_s_waiting_ += healthy_gpus_ * dt;
+    stranded_gpu_s_waiting_ += stranded_gpus_ * dt;
+  }
+  clock_.Advance(until, waiting_jobs_ > 0);
+  now_ = until;
+}
+
+StatusOr<PolicyMetrics> Run::Execute() {
+  metrics_.policy = std::string(policy_.Name());
+  metrics_.jobs = static_cast<int64_t>(trace_.jobs.size());
+  BuildCluster();
+  BuildJobs();
+  if (jobs_.empty()) return metrics_;
+  const double start = trace_.jobs.front().submission_s;
+  now_ = start;
+  clock_.Advance(start, false);
+  if (failures_.enabled()) {
+    for (size_t node = 0; node < snapshot_.nodes.size(); ++node) {
+      const NodeOutage outage = failures_.NextOutage(static_cast<int>(node), start);
+      Push(EventType::kFailure, outage.fail_s, static_cast<int>(node));
+      Push(EventType::kRepair, outage.repaired_s, static_cast<int>(node));
+    }
+  }
+  // Repairs are pushed with their failure, so a repair event may precede nothing yet to repair only
+  // if its failure was dropped; failures and repairs of a node alternate in time by construction.
+  const int64_t total = metrics_.jobs;
+  while (finished_ < total) {
+    double next = INFINITY;
+    if (next_arrival_ < jobs_.size()) next = jobs_[next_arrival_].trace->submission_s;
+    if (!events_.empty()) next = std::min(next, events_.top().time);
+    if (!std::isfinite(next)) break;
+    Integrate(next);
+    while (next_arrival_ < jobs_.size() && jobs_[next_arrival_].trace->submission_s <= now_) {
+      Job& job = jobs_[next_arrival_];
+      job.state = JobState::kWaiting;
+      queues_[static_cast<size_t>(job.shape)].insert(static_cast<int>(next_arrival_));
+      ++waiting_jobs_;
+      stats_dirty_ = true;
+      ++next_arrival_;
+    }
+    while (!events_.empty() && events_.top().time <= now_) {
+      const Event event = events_.top();
+      events_.pop();
+      switch (event.type) {
+        case EventType::kCompletion:
+          HandleCompletion(event.subject, event.epoch);
+          break;
+        case EventType::kRepair:
+          HandleRepair(event.subject);
+          break;
+        case EventType::kFailure:
+          NVL72_RETURN_IF_ERROR(HandleFailure(event.subject));
+          break;
+      }
+    }
+    NVL72_RETURN_IF_ERROR(SchedulePass());
+    RefreshWaitingState();
+    clock_.Advance(now_, waiting_jobs_ > 0);
+    if (waiting_jobs_ > 0 && running_jobs_ == 0 && down_nodes_ == 0 &&
+        next_arrival_ == jobs_.size()) {
+      // An idle, fully healthy cluster and nothing left to arrive: the waiting jobs never fit
+      // under this policy (e.g. a spare reserve larger than a gang's room).
+      for (Job& job : jobs_) {
+        if (job.state == JobState::kWaiting) {
+          job.state = JobState::kNeverPlaced;
+          ++metrics_.jobs_never_placed;
+          ++finished_;
+        }
+      }
+      waiting_jobs_ = 0;
+    }
+  }
+
+  metrics_.healthy_gpu_hours_waiting = healthy_gpu_s_waiting_ / 3600.0;
+  metrics_.useful_gpu_hours_waiting = useful_gpu_s_waiting_ / 3600.0;
+  metrics_.stranded_gpu_hours_waiting = stranded_gpu_s_waiting_ / 3600.0;
+  metrics_.useful_gpu_hours_total = useful_gpu_s_total_ / 3600.0;
+  metrics_.lost_gpu_hours = lost_gpu_s_ / 3600.0;
+  metrics_.restart_gpu_hours = restart_gpu_s_ / 3600.0;
+  metrics_.slowdown_gpu_hours = slowdown_gpu_s_ / 3600.0;
+  if (healthy_gpu_s_waiting_ > 0) {
+    metrics_.usable_capacity = useful_gpu_s_waiting_ / healthy_gpu_s_waiting_;
+    metrics_.stranded_gpu_ratio = stranded_gpu_s_waiting_ / healthy_gpu_s_waiting_;
+  }
+  if (!waits_.empty()) {
+    double sum = 0;
+    for (double w : waits_) sum += w;
+    metrics_.wait_mean_s = sum / static_cast<double>(waits_.size());
+    metrics_.wait_p99_s = Percentile(waits_, 99.0);
+  }
+  if (metrics_.gang_starts > 0) {
+    metrics_.single_domain_ratio = static_cast<double>(metrics_.gang_starts_single_domain) /
+                                   static_cast<double>(metrics_.gang_starts);
+  }
+  if (metrics_.gang_failures > 0) {
+    metrics_.in_place_recovery_ratio = static_cast<double>(metrics_.gang_recovered_in_place) /
+                                       static_cast<double>(metrics_.gang_failures);
+  }
+  metrics_.makespan_s = metrics_.jobs_completed > 0 ? last_completion_s_ - start : 0;
+  return metrics_;
+}
+
+}  // namespace
+
+int SegmentSizeFor(int ranks, const ClusterShape& cluster, int spares) {
+  int room = cluster.nodes_per_rack - std::max(0, spares);
+  if (room <= 0) room = cluster.nodes_per_rack;
+  if (ranks <= room) return 0;
+  const int segments = (ranks + room - 1) / room;
+  return (ranks + segments - 1) / segments;  // balanced: no segment larger than `room`
+}
+
+StatusOr<PolicyMetrics> Simulate(const Trace& trace, const PlacementPolicy& policy,
+                                 const SimOptions& options) {
+  Run run(trace, policy, options);
+  return run.Execute();
+}
+
+}  // namespace nvl72::sim

@@ -1,0 +1,55 @@
+// The discrete-event engine: replays one trace under one placement policy on a simulated cluster
+// with node failures, and measures it.
+//
+// Model (details and sources in docs/simulator.md):
+// - Jobs of <= gpus_per_node GPUs are single pods (PlacementPolicy::PlacePod); bigger jobs are gangs
+//   of ceil(gpus / gpus_per_node) whole-node ranks, TopologyMode::kRequired, segment = the whole
+//   gang when it has <= nodes_per_rack - spares ranks, else balanced segments of at most that size.
+// - Queue: one policy-independent discipline: arrival order with greedy backfill. Per shape FIFO
+//   queues; in a pass a shape that failed once is not tried again (the cluster only fills during a
+//   pass). A requeued job keeps its original arrival position.
+// - A gang spanning more than one domain runs at cross_domain_speed.
+// - Node failures come from a FailureTimeline shared (by seed) by every policy. A job hit loses the
+//   work since its last checkpoint; every restart costs restart_minutes. Policies with
+//   RecoversInPlace() get SelectReplacements(); otherwise (or on failure) the job is requeued.
+// Thread-safety: Simulate() is a pure function of its arguments; concurrent calls are safe when
+// the policies are (they are const).
+#pragma once
+
+#include <cstdint>
+
+#include "common/status.h"
+#include "placement/policy.h"
+#include "sim/metrics.h"
+#include "sim/trace.h"
+
+namespace nvl72::sim {
+
+struct ClusterShape {
+  int racks = 8;            // NVLink domains
+  int nodes_per_rack = 18;  // GB200 NVL72: 18 compute trays
+  int gpus_per_node = 4;    // 4 GPUs per tray
+
+  int TotalGpus() const { return racks * nodes_per_rack * gpus_per_node; }
+};
+
+struct SimOptions {
+  ClusterShape cluster;
+  double cross_domain_speed = 0.57;  // 1 - 0.43 (DESIGN.md: NVLink -> InfiniBand throughput loss)
+  double mtbf_hours = 12669;         // per 4-GPU node, from Llama 3 (see docs/simulator.md)
+  double repair_hours = 24;
+  double checkpoint_minutes = 30;
+  double restart_minutes = 10;
+  int spares = 2;                    // PolicyOptions::spares_per_domain; also bounds segment size
+  uint64_t seed = 1;
+};
+
+// Ranks per segment for a gang of `ranks` whole-node ranks (0 = one segment for the whole gang).
+int SegmentSizeFor(int ranks, const ClusterShape& cluster, int spares);
+
+// Replays `trace` (already load-scaled, sorted in arrival order, every job fitting the cluster)
+// under `policy`. Returns InternalError if the policy returns an invalid placement.
+StatusOr<PolicyMetrics> Simulate(const Trace& trace, const placement::PlacementPolicy& policy,
+                                 const SimOptions& options);
+
+}  // namespace nvl72::sim

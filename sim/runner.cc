@@ -1,0 +1,49 @@
+#include "sim/runner.h"
+
+#include <memory>
+
+#include "placement/policy.h"
+#include "sim/engine.h"
+#include "sim/trace.h"
+
+namespace nvl72::sim {
+
+StatusOr<RunReport> RunSimulation(const SimConfig& config) {
+  StatusOr<Trace> trace = LoadTrace(config.trace_path);
+  if (!trace.ok()) return trace.status();
+  return RunSimulationOnTrace(config, std::move(trace).value());
+}
+
+StatusOr<RunReport> RunSimulationOnTrace(const SimConfig& config, Trace trace) {
+  RunReport report;
+  report.config = config;
+  report.policies = config.policies.empty() ? placement::PolicyNames() : config.policies;
+  placement::PolicyOptions policy_options;
+  policy_options.spares_per_domain = config.options.spares;
+  std::vector<std::unique_ptr<placement::PlacementPolicy>> policies;
+  for (const std::string& name : report.policies) {
+    std::unique_ptr<placement::PlacementPolicy> policy = placement::MakePolicy(name, policy_options);
+    if (policy == nullptr) {
+      std::string known;
+      for (const std::string& n : placement::PolicyNames()) known += (known.empty() ? "" : ", ") + n;
+      return InvalidArgumentError("--policies: unknown policy '" + name + "' (known: " + known + ")");
+    }
+    policies.push_back(std::move(policy));
+  }
+  NVL72_RETURN_IF_ERROR(CheckJobsFitCluster(trace, config.options.cluster.TotalGpus()));
+  TruncateJobs(trace, config.max_jobs);
+  ApplyLoad(trace, config.load);
+  report.jobs = static_cast<int64_t>(trace.jobs.size());
+  if (!trace.jobs.empty()) {
+    report.trace_span_s = trace.jobs.back().submission_s - trace.jobs.front().submission_s;
+  }
+  for (const TraceJob& job : trace.jobs) report.offered_gpu_hours += job.duration_s * job.gpus / 3600.0;
+  for (const auto& policy : policies) {
+    StatusOr<PolicyMetrics> metrics = Simulate(trace, *policy, config.options);
+    if (!metrics.ok()) return metrics.status();
+    report.results.push_back(std::move(metrics).value());
+  }
+  return report;
+}
+
+}  // namespace nvl72::sim
