@@ -64,10 +64,9 @@ struct Job {
 
 class Run {
  public:
-  Run(const Trace& trace, const PlacementPolicy& policy, const SimOptions& options)
-      : trace_(trace), policy_(policy), options_(options),
-        failures_(options.cluster.racks * options.cluster.nodes_per_rack,
-                  FailureModelOptions{options.mtbf_hours, options.repair_hours, options.seed}) {}
+  Run(const Trace& trace, const PlacementPolicy& policy, const SimOptions& options,
+      FailureSource& failures)
+      : trace_(trace), policy_(policy), options_(options), failures_(failures) {}
 
   StatusOr<PolicyMetrics> Execute();
 
@@ -79,6 +78,7 @@ class Run {
   StatusOr<bool> TryStart(int job_index);
   Status HandleFailure(int node);
   void HandleRepair(int node);
+  void ScheduleNextOutage(int node);
   void HandleCompletion(int job_index, int epoch);
   void BeginSegment(Job& job, int job_index, bool restart);
   void CloseSegment(Job& job, bool interrupted);
@@ -92,7 +92,7 @@ class Run {
   const Trace& trace_;
   const PlacementPolicy& policy_;
   const SimOptions options_;
-  FailureTimeline failures_;
+  FailureSource& failures_;
   PolicyMetrics metrics_;
 
   Snapshot snapshot_;
@@ -112,6 +112,7 @@ class Run {
   int down_nodes_ = 0;
   int healthy_gpus_ = 0;
   int stranded_gpus_ = 0;
+  int spare_gpus_ = 0;  // GPUs of the policy's designated spare nodes (held back from gangs)
   bool stats_dirty_ = true;
   int64_t finished_ = 0;  // done + never placed
   double last_completion_s_ = 0;
@@ -120,6 +121,7 @@ class Run {
   // Accumulators in GPU-seconds / seconds.
   double healthy_gpu_s_waiting_ = 0;
   double stranded_gpu_s_waiting_ = 0;
+  double spare_gpu_s_waiting_ = 0;
   double useful_gpu_s_waiting_ = 0;
   double useful_gpu_s_total_ = 0;
   double lost_gpu_s_ = 0;
@@ -383,7 +385,13 @@ void Run::HandleRepair(int node) {
   healthy_gpus_ += n.gpu_capacity;
   std::fill(shape_blocked_.begin(), shape_blocked_.end(), false);
   stats_dirty_ = true;
+  ScheduleNextOutage(node);
+}
+
+void Run::ScheduleNextOutage(int node) {
   const NodeOutage next = failures_.NextOutage(node, now_);
+  if (!std::isfinite(next.fail_s) || !std::isfinite(next.repaired_s)) return;  // none (or never
+  // repaired, which this model does not produce)
   Push(EventType::kFailure, next.fail_s, node);
   Push(EventType::kRepair, next.repaired_s, node);
 }
@@ -404,6 +412,8 @@ void Run::HandleCompletion(int job_index, int epoch) {
 void Run::RefreshWaitingState() {
   if (waiting_jobs_ == 0) {
     stranded_gpus_ = 0;
+    spare_gpus_ = 0;
+    stats_dirty_ = true;
     return;
   }
   if (!stats_dirty_) return;
@@ -412,7 +422,11 @@ void Run::RefreshWaitingState() {
     if (queues_[s].empty()) continue;
     mix.push_back(placement::JobShape{shapes_[s].ranks, shapes_[s].gpus_per_node});
   }
-  stranded_gpus_ = placement::ComputeStats(snapshot_, policy_.SparesPerDomain(), mix).stranded_gpus;
+  const placement::ClusterStats stats =
+      placement::ComputeStats(snapshot_, policy_.SparesPerDomain(), mix);
+  stranded_gpus_ = stats.stranded_gpus;
+  spare_gpus_ = 0;
+  for (const placement::DomainStats& d : stats.domains) spare_gpus_ += d.gpus_spare;
   stats_dirty_ = false;
 }
 
@@ -422,6 +436,7 @@ void Run::Integrate(double until) {
     metrics_.waiting_hours += dt / 3600.0;
     healthy_gpu_s_waiting_ += healthy_gpus_ * dt;
     stranded_gpu_s_waiting_ += stranded_gpus_ * dt;
+    spare_gpu_s_waiting_ += spare_gpus_ * dt;
   }
   clock_.Advance(until, waiting_jobs_ > 0);
   now_ = until;
@@ -436,15 +451,11 @@ StatusOr<PolicyMetrics> Run::Execute() {
   const double start = trace_.jobs.front().submission_s;
   now_ = start;
   clock_.Advance(start, false);
-  if (failures_.enabled()) {
-    for (size_t node = 0; node < snapshot_.nodes.size(); ++node) {
-      const NodeOutage outage = failures_.NextOutage(static_cast<int>(node), start);
-      Push(EventType::kFailure, outage.fail_s, static_cast<int>(node));
-      Push(EventType::kRepair, outage.repaired_s, static_cast<int>(node));
-    }
+  // A node's failure and repair are pushed together and its outages never overlap, so failures
+  // and repairs of one node alternate.
+  for (size_t node = 0; node < snapshot_.nodes.size(); ++node) {
+    ScheduleNextOutage(static_cast<int>(node));
   }
-  // Repairs are pushed with their failure, so a repair event may precede nothing yet to repair only
-  // if its failure was dropped; failures and repairs of a node alternate in time by construction.
   const int64_t total = metrics_.jobs;
   while (finished_ < total) {
     double next = INFINITY;
@@ -492,10 +503,17 @@ StatusOr<PolicyMetrics> Run::Execute() {
       waiting_jobs_ = 0;
     }
   }
+  for (Job& job : jobs_) {  // only if the event source ran dry with jobs still waiting
+    if (job.state == JobState::kWaiting) {
+      job.state = JobState::kNeverPlaced;
+      ++metrics_.jobs_never_placed;
+    }
+  }
 
   metrics_.healthy_gpu_hours_waiting = healthy_gpu_s_waiting_ / 3600.0;
   metrics_.useful_gpu_hours_waiting = useful_gpu_s_waiting_ / 3600.0;
   metrics_.stranded_gpu_hours_waiting = stranded_gpu_s_waiting_ / 3600.0;
+  metrics_.spare_gpu_hours_waiting = spare_gpu_s_waiting_ / 3600.0;
   metrics_.useful_gpu_hours_total = useful_gpu_s_total_ / 3600.0;
   metrics_.lost_gpu_hours = lost_gpu_s_ / 3600.0;
   metrics_.restart_gpu_hours = restart_gpu_s_ / 3600.0;
@@ -533,8 +551,10 @@ int SegmentSizeFor(int ranks, const ClusterShape& cluster, int spares) {
 }
 
 StatusOr<PolicyMetrics> Simulate(const Trace& trace, const PlacementPolicy& policy,
-                                 const SimOptions& options) {
-  Run run(trace, policy, options);
+                                 const SimOptions& options, FailureSource* failures) {
+  FailureTimeline timeline(options.cluster.racks * options.cluster.nodes_per_rack,
+                           FailureModelOptions{options.mtbf_hours, options.repair_hours, options.seed});
+  Run run(trace, policy, options, failures != nullptr ? *failures : timeline);
   return run.Execute();
 }
 

@@ -20,6 +20,7 @@
 
 #include "common/status.h"
 #include "placement/policy.h"
+#include "sim/failure_model.h"
 #include "sim/metrics.h"
 #include "sim/trace.h"
 
@@ -48,8 +49,10 @@ struct SimOptions {
 int SegmentSizeFor(int ranks, const ClusterShape& cluster, int spares);
 
 // Replays `trace` (already load-scaled, sorted in arrival order, every job fitting the cluster)
-// under `policy`. Returns InternalError if the policy returns an invalid placement.
+// under `policy`. Node outages come from `failures` (tests script them) or, when null, from a
+// FailureTimeline of options.mtbf_hours / repair_hours / seed. Returns InternalError if the policy
+// returns an invalid placement.
 StatusOr<PolicyMetrics> Simulate(const Trace& trace, const placement::PlacementPolicy& policy,
-                                 const SimOptions& options);
+                                 const SimOptions& options, FailureSource* failures = nullptr);
 
 }  // namespace nvl72::sim

@@ -26,6 +26,7 @@ FailureTimeline::FailureTimeline(int nodes, const FailureModelOptions& options)
 }
 
 NodeOutage FailureTimeline::NextOutage(int node, double start_s) {
+  if (options_.mtbf_hours <= 0) return NodeOutage{INFINITY, INFINITY};
   double& last = last_repaired_s_[static_cast<size_t>(node)];
   const double up_from = last < 0 ? start_s : last;
   DeterministicRandom& rng = streams_[static_cast<size_t>(node)];

@@ -34,18 +34,25 @@ struct FailureModelOptions {
 };
 
 struct NodeOutage {
-  double fail_s = 0;     // the node stops being Ready
+  double fail_s = 0;     // the node stops being Ready; +infinity: no further outage
   double repaired_s = 0; // the node is Ready again; > fail_s
 };
 
-class FailureTimeline {
+// Where the engine gets node outages from: the seeded model in runs, a script in tests.
+class FailureSource {
+ public:
+  virtual ~FailureSource() = default;
+  // The next outage of `node` after the previous one returned for it; the first call per node
+  // counts from `start_s`. Outages of one node never overlap.
+  virtual NodeOutage NextOutage(int node, double start_s) = 0;
+};
+
+class FailureTimeline final : public FailureSource {
  public:
   FailureTimeline(int nodes, const FailureModelOptions& options);
 
-  bool enabled() const { return options_.mtbf_hours > 0; }
-  // The next outage of `node` after the previous one returned for it (the first one starts from
-  // time `start_s` given at the first call). REQUIRES: enabled().
-  NodeOutage NextOutage(int node, double start_s);
+  // Infinite times when failures are disabled (mtbf_hours <= 0).
+  NodeOutage NextOutage(int node, double start_s) override;
 
  private:
   FailureModelOptions options_;

@@ -42,6 +42,7 @@ struct PolicyMetrics {
   double healthy_gpu_hours_waiting = 0;
   double useful_gpu_hours_waiting = 0;
   double stranded_gpu_hours_waiting = 0;
+  double spare_gpu_hours_waiting = 0;  // GPUs on designated spare nodes (not counted as stranded)
   double useful_gpu_hours_total = 0;   // over the whole run (not only waiting time)
   double lost_gpu_hours = 0;           // work lost to failures (since the last checkpoint)
   double restart_gpu_hours = 0;        // GPUs held while restarting (restart overhead)

@@ -32,6 +32,7 @@ nlohmann::json MetricsToJson(const PolicyMetrics& m) {
       {"healthy_gpu_hours_waiting", m.healthy_gpu_hours_waiting},
       {"useful_gpu_hours_waiting", m.useful_gpu_hours_waiting},
       {"stranded_gpu_hours_waiting", m.stranded_gpu_hours_waiting},
+      {"spare_gpu_hours_waiting", m.spare_gpu_hours_waiting},
       {"useful_gpu_hours_total", m.useful_gpu_hours_total},
       {"lost_gpu_hours", m.lost_gpu_hours},
       {"restart_gpu_hours", m.restart_gpu_hours},
