@@ -1,0 +1,302 @@
+#include "model/cluster_state.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <ctime>
+#include <set>
+
+namespace nvl72::model {
+namespace {
+
+const Json& NullJson() {
+  static const Json kNull;
+  return kNull;
+}
+
+const Json& Child(const Json& obj, std::string_view key) {
+  if (!obj.is_object()) return NullJson();
+  auto it = obj.find(key);
+  return it == obj.end() ? NullJson() : *it;
+}
+
+std::string StringAt(const Json& obj, std::string_view key) {
+  const Json& v = Child(obj, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+std::string Label(const Json& obj, std::string_view key) {
+  return StringAt(Child(Child(obj, "metadata"), "labels"), key);
+}
+
+// Integer quantity ("4", 4, "4.0" not accepted); 0 when absent or unparsable. GPUs are whole.
+int ParseCount(const Json& q) {
+  if (q.is_number_integer()) return static_cast<int>(q.get<int64_t>());
+  if (q.is_number_float()) return static_cast<int>(q.get<double>());
+  if (!q.is_string()) return 0;
+  const std::string& s = q.get_ref<const std::string&>();
+  int v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc()) return 0;
+  std::string_view suffix(ptr, s.data() + s.size() - ptr);
+  if (suffix.empty()) return v;
+  if (suffix == "k") return v * 1000;
+  return 0;
+}
+
+std::optional<std::chrono::system_clock::time_point> ParseRfc3339(const std::string& s) {
+  std::tm tm{};
+  int y, mo, d, h, mi, sec;
+  if (std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d", &y, &mo, &d, &h, &mi, &sec) != 6) {
+    return std::nullopt;
+  }
+  tm.tm_year = y - 1900;
+  tm.tm_mon = mo - 1;
+  tm.tm_mday = d;
+  tm.tm_hour = h;
+  tm.tm_min = mi;
+  tm.tm_sec = sec;
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+int ContainersGpu(const Json& containers, std::string_view resource, bool sum) {
+  if (!containers.is_array()) return 0;
+  int total = 0;
+  for (const auto& c : containers) {
+    const Json& res = Child(c, "resources");
+    const Json* q = &Child(Child(res, "requests"), resource);
+    if (q->is_null()) q = &Child(Child(res, "limits"), resource);
+    int n = ParseCount(*q);
+    total = sum ? total + n : std::max(total, n);
+  }
+  return total;
+}
+
+}  // namespace
+
+int PodGpuRequest(const Json& pod, std::string_view resource) {
+  const Json& spec = Child(pod, "spec");
+  return std::max(ContainersGpu(Child(spec, "containers"), resource, true),
+                  ContainersGpu(Child(spec, "initContainers"), resource, false));
+}
+
+bool PodTerminated(const Json& pod) {
+  std::string phase = StringAt(Child(pod, "status"), "phase");
+  return phase == "Succeeded" || phase == "Failed";
+}
+
+bool GangRankOf(const Json& pod, std::string* job, int* rank) {
+  std::string j = Label(pod, kJobLabel);
+  std::string r = Label(pod, kRankLabel);
+  if (j.empty() || r.empty()) return false;
+  int v = -1;
+  auto [ptr, ec] = std::from_chars(r.data(), r.data() + r.size(), v);
+  if (ec != std::errc() || ptr != r.data() + r.size() || v < 0) return false;
+  if (job != nullptr) *job = std::move(j);
+  if (rank != nullptr) *rank = v;
+  return true;
+}
+
+ClusterState ClusterState::Build(const std::vector<Json>& nodes, const std::vector<Json>& pods,
+                                 const std::vector<Json>& jobs, const ClusterOptions& options) {
+  auto ptrs = [](const std::vector<Json>& v) {
+    std::vector<const Json*> out;
+    out.reserve(v.size());
+    for (const auto& j : v) out.push_back(&j);
+    return out;
+  };
+  return Build(ptrs(nodes), ptrs(pods), ptrs(jobs), options);
+}
+
+ClusterState ClusterState::Build(const std::vector<const Json*>& nodes,
+                                 const std::vector<const Json*>& pods,
+                                 const std::vector<const Json*>& jobs,
+                                 const ClusterOptions& options) {
+  ClusterState st;
+
+  // ---- nodes, grouped by domain, ordered by name ----
+  struct NodeIn {
+    std::string domain, name;
+    const Json* obj;
+  };
+  std::vector<NodeIn> in;
+  in.reserve(nodes.size());
+  for (const Json* n : nodes) {
+    std::string name = StringAt(Child(*n, "metadata"), "name");
+    if (name.empty()) continue;
+    std::string domain = Label(*n, options.domain_label);
+    if (domain.empty() && !options.domain_label_fallback.empty()) {
+      domain = Label(*n, options.domain_label_fallback);
+    }
+    int gpus = ParseCount(Child(Child(Child(*n, "status"), "allocatable"), options.gpu_resource));
+    if (domain.empty()) {
+      if (gpus <= 0) continue;
+      domain = "node/" + name;
+    }
+    in.push_back({std::move(domain), std::move(name), n});
+  }
+  std::sort(in.begin(), in.end(), [](const NodeIn& a, const NodeIn& b) {
+    return a.domain != b.domain ? a.domain < b.domain : a.name < b.name;
+  });
+
+  auto& snap = st.snapshot_;
+  snap.nodes.reserve(in.size());
+  st.health_.reserve(in.size());
+  for (const auto& n : in) {
+    if (snap.domains.empty() || snap.domains.back().name != n.domain) {
+      snap.domains.push_back({n.domain, {}});
+      st.domain_ids_[n.domain] = static_cast<placement::DomainId>(snap.domains.size() - 1);
+    }
+    placement::Node node;
+    node.name = n.name;
+    node.domain = static_cast<placement::DomainId>(snap.domains.size() - 1);
+    const Json& status = Child(*n.obj, "status");
+    node.gpu_capacity = ParseCount(Child(Child(status, "allocatable"), options.gpu_resource));
+    NodeHealth health;
+    const Json& conds = Child(status, "conditions");
+    if (conds.is_array()) {
+      for (const auto& c : conds) {
+        if (StringAt(c, "type") != "Ready") continue;
+        health.ready_condition = StringAt(c, "status") == "True";
+        if (!health.ready_condition) {
+          health.not_ready_since = ParseRfc3339(StringAt(c, "lastTransitionTime"));
+        }
+      }
+    }
+    node.ready = health.ready_condition;
+    if (!node.ready && options.not_ready_grace.count() > 0 && health.not_ready_since &&
+        options.now - *health.not_ready_since < options.not_ready_grace) {
+      node.ready = true;
+    }
+    const Json& spec = Child(*n.obj, "spec");
+    const Json& unsched = Child(spec, "unschedulable");
+    node.cordoned = unsched.is_boolean() && unsched.get<bool>();
+    const Json& taints = Child(spec, "taints");
+    if (taints.is_array()) {
+      for (const auto& t : taints) {
+        std::string effect = StringAt(t, "effect");
+        if (effect != "NoSchedule" && effect != "NoExecute") continue;
+        std::string key = StringAt(t, "key");
+        if (std::find(options.tolerated_taint_keys.begin(), options.tolerated_taint_keys.end(),
+                      key) != options.tolerated_taint_keys.end()) {
+          continue;
+        }
+        node.tainted = true;
+        if (effect == "NoExecute") health.no_execute_taint = true;
+      }
+    }
+    st.node_ids_[node.name] = static_cast<placement::NodeId>(snap.nodes.size());
+    snap.domains.back().nodes.push_back(static_cast<placement::NodeId>(snap.nodes.size()));
+    snap.nodes.push_back(std::move(node));
+    st.health_.push_back(health);
+  }
+  st.reserved_ranks_.assign(snap.nodes.size(), 0);
+
+  // ---- reservations of admitted jobs ----
+  for (const Json* j : jobs) {
+    if (!HoldsReservation(*j)) continue;
+    auto placement = PlacementOf(*j);
+    if (!placement.ok() || !placement->has_value()) continue;
+    const Json& meta = Child(*j, "metadata");
+    std::string key = StringAt(meta, "namespace") + "/" + StringAt(meta, "name");
+    int gpus = 4;
+    const Json& g = Child(Child(*j, "spec"), "gpusPerReplica");
+    if (g.is_number_integer()) gpus = g.get<int>();
+    st.Reserve(key, gpus, **placement);
+  }
+
+  // ---- pods ----
+  for (const Json* p : pods) {
+    if (PodTerminated(*p)) continue;
+    std::string node_name = StringAt(Child(*p, "spec"), "nodeName");
+    bool bound = !node_name.empty();
+    if (!bound) node_name = StringAt(Child(*p, "status"), "nominatedNodeName");
+    std::string job;
+    int rank = -1;
+    if (GangRankOf(*p, &job, &rank)) {
+      const Reservation* r =
+          st.FindReservation(StringAt(Child(*p, "metadata"), "namespace") + "/" + job);
+      if (r != nullptr) {
+        const RankAssignment* a = r->placement.FindRank(rank);
+        // Counted by the reservation: on its planned node, or not bound anywhere yet.
+        if (a != nullptr && (!bound || a->node == node_name)) continue;
+      }
+    }
+    if (node_name.empty()) continue;
+    placement::NodeId id = st.FindNode(node_name);
+    if (id == placement::kNoNode) continue;
+    snap.nodes[id].gpu_used += PodGpuRequest(*p, options.gpu_resource);
+  }
+  return st;
+}
+
+placement::NodeId ClusterState::FindNode(std::string_view name) const {
+  auto it = node_ids_.find(std::string(name));
+  return it == node_ids_.end() ? placement::kNoNode : it->second;
+}
+
+placement::DomainId ClusterState::FindDomain(std::string_view name) const {
+  auto it = domain_ids_.find(std::string(name));
+  return it == domain_ids_.end() ? placement::kNoDomain : it->second;
+}
+
+std::optional<std::string> ClusterState::PlannedNode(const Json& pod) const {
+  std::string ann = StringAt(Child(Child(pod, "metadata"), "annotations"), kNodeAnnotation);
+  if (!ann.empty()) return ann;
+  std::string job;
+  int rank = -1;
+  if (!GangRankOf(pod, &job, &rank)) return std::nullopt;
+  const Reservation* r =
+      FindReservation(StringAt(Child(pod, "metadata"), "namespace") + "/" + job);
+  if (r == nullptr) return std::nullopt;
+  const RankAssignment* a = r->placement.FindRank(rank);
+  if (a == nullptr) return std::nullopt;
+  return a->node;
+}
+
+const Reservation* ClusterState::FindReservation(std::string_view job_key) const {
+  auto it = reservations_.find(std::string(job_key));
+  return it == reservations_.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> ClusterState::JobsOnNode(placement::NodeId node) const {
+  std::vector<std::string> out;
+  for (const auto& [key, r] : reservations_) {
+    if (std::find(r.rank_nodes.begin(), r.rank_nodes.end(), node) != r.rank_nodes.end()) {
+      out.push_back(key);
+    }
+  }
+  return out;
+}
+
+void ClusterState::ApplyReservation(const Reservation& r, int sign) {
+  for (placement::NodeId id : r.rank_nodes) {
+    if (id == placement::kNoNode) continue;
+    auto& node = snapshot_.nodes[id];
+    node.gpu_used += sign * r.gpus_per_replica;
+    reserved_ranks_[id] += sign;
+    node.gang_reserved = reserved_ranks_[id] > 0;
+  }
+}
+
+void ClusterState::Reserve(const std::string& job_key, int gpus_per_replica,
+                           const JobPlacement& placement) {
+  Release(job_key);
+  Reservation r;
+  r.job_key = job_key;
+  r.gpus_per_replica = gpus_per_replica;
+  r.placement = placement;
+  r.rank_nodes.reserve(placement.ranks.size());
+  for (const auto& a : placement.ranks) r.rank_nodes.push_back(FindNode(a.node));
+  ApplyReservation(r, +1);
+  reservations_.emplace(job_key, std::move(r));
+}
+
+void ClusterState::Release(const std::string& job_key) {
+  auto it = reservations_.find(job_key);
+  if (it == reservations_.end()) return;
+  ApplyReservation(it->second, -1);
+  reservations_.erase(it);
+}
+
+}  // namespace nvl72::model

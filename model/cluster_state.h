@@ -1,0 +1,126 @@
+// ClusterState: a placement::Snapshot built from Kubernetes objects, plus the lookups callers need
+// around it (node name <-> NodeId, the planned node of a pod, which job holds which node).
+//
+// Built from three lists (typically informer caches):
+//  - Nodes: domain from label `domain_label` (else `domain_label_fallback`; a GPU node with neither
+//    label becomes a domain of its own, named "node/<name>", so it never joins a multi-node Required
+//    gang); gpu capacity = status.allocatable[gpu_resource]; ready = Ready condition "True" (or
+//    NotReady for less than `not_ready_grace` at `now`); cordoned = spec.unschedulable; tainted =
+//    a NoSchedule/NoExecute taint whose key is not in `tolerated_taint_keys`. Nodes with no GPUs and no
+//    domain label are left out. Domains and the nodes inside them are ordered by name.
+//  - Pods: every pod that is not terminated (phase Succeeded/Failed) and is bound (spec.nodeName) or
+//    nominated (status.nominatedNodeName) to a node uses its GPU request there: max(sum over
+//    containers, max over initContainers) of requests[gpu] (limits if requests lack it).
+//  - NVL72Jobs with HoldsReservation(): each rank holds `gpusPerReplica` GPUs on its node whether its
+//    pod exists or not, and marks the node gang_reserved. A rank pod (labels nvl72.dev/job +
+//    nvl72.dev/rank of a reserving job) that sits on its planned node or is unbound is not counted a
+//    second time; a rank pod bound elsewhere counts on that node too.
+//
+// Thread-safety: a value after Build(); const methods are safe concurrently. Reserve() mutates.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "model/job_spec.h"
+#include "model/names.h"
+#include "placement/snapshot.h"
+
+namespace nvl72::model {
+
+struct ClusterOptions {
+  std::string domain_label = std::string(kDefaultDomainLabel);
+  std::string domain_label_fallback;  // "" = none
+  std::string gpu_resource = std::string(kGpuResource);
+  // Taints GPU work tolerates (NoSchedule/NoExecute with these keys do not make a node `tainted`).
+  std::vector<std::string> tolerated_taint_keys = {std::string(kGpuResource)};
+  // A node whose Ready condition is not True counts as ready while its lastTransitionTime is less
+  // than `not_ready_grace` before `now`. Grace 0 (default): not ready at once.
+  std::chrono::system_clock::time_point now{};
+  std::chrono::seconds not_ready_grace{0};
+};
+
+// Health facts of one node as read from its object (for recovery decisions of the operator).
+struct NodeHealth {
+  bool ready_condition = false;  // Ready == "True"
+  // lastTransitionTime of the Ready condition when it is not True; nullopt if unknown.
+  std::optional<std::chrono::system_clock::time_point> not_ready_since;
+  bool no_execute_taint = false;  // an untolerated NoExecute taint (e.g. node.kubernetes.io/unreachable)
+};
+
+// One admitted job's reservation as seen by the snapshot.
+struct Reservation {
+  std::string job_key;  // "<namespace>/<name>"
+  int gpus_per_replica = 0;
+  JobPlacement placement;
+  std::vector<placement::NodeId> rank_nodes;  // per entry of placement.ranks; kNoNode if unknown node
+};
+
+class ClusterState {
+ public:
+  ClusterState() = default;
+
+  static ClusterState Build(const std::vector<const Json*>& nodes,
+                            const std::vector<const Json*>& pods,
+                            const std::vector<const Json*>& jobs, const ClusterOptions& options);
+  // Convenience overload over values.
+  static ClusterState Build(const std::vector<Json>& nodes, const std::vector<Json>& pods,
+                            const std::vector<Json>& jobs, const ClusterOptions& options);
+
+  const placement::Snapshot& snapshot() const { return snapshot_; }
+
+  // NodeId of a node name, or placement::kNoNode.
+  placement::NodeId FindNode(std::string_view name) const;
+  // REQUIRES: 0 <= id < snapshot().nodes.size().
+  const std::string& NodeName(placement::NodeId id) const { return snapshot_.nodes[id].name; }
+  const NodeHealth& Health(placement::NodeId id) const { return health_[id]; }
+  // DomainId of a domain name, or placement::kNoDomain.
+  placement::DomainId FindDomain(std::string_view name) const;
+
+  // Node planned for a pod: annotation nvl72.dev/node, else the node the reservation of the pod's
+  // job (labels nvl72.dev/job + nvl72.dev/rank, same namespace) gives its rank. nullopt for pods
+  // that are no gang rank. The name may be of a node not in the snapshot (deleted node).
+  std::optional<std::string> PlannedNode(const Json& pod) const;
+
+  // Reservations held, keyed by job key.
+  const std::map<std::string, Reservation>& reservations() const { return reservations_; }
+  const Reservation* FindReservation(std::string_view job_key) const;
+  // Keys of the jobs that hold a rank on `node`.
+  std::vector<std::string> JobsOnNode(placement::NodeId node) const;
+
+  // Adds a reservation made after Build() (the operator after committing a placement) so the next
+  // decision in the same pass sees it. Idempotent per job key: an existing reservation of the job
+  // is replaced (its GPUs released first).
+  void Reserve(const std::string& job_key, int gpus_per_replica, const JobPlacement& placement);
+  // Releases a job's reservation (no-op if it holds none).
+  void Release(const std::string& job_key);
+
+ private:
+  void ApplyReservation(const Reservation& r, int sign);
+
+  placement::Snapshot snapshot_;
+  std::vector<NodeHealth> health_;
+  std::unordered_map<std::string, placement::NodeId> node_ids_;
+  std::unordered_map<std::string, placement::DomainId> domain_ids_;
+  std::map<std::string, Reservation> reservations_;
+  // Count of reservations holding a rank on each node (gang_reserved == count > 0).
+  std::vector<int> reserved_ranks_;
+};
+
+// GPUs a pod requests: max(sum over containers, max over initContainers) of
+// resources.requests[resource] (limits[resource] where requests lack it). Unparsable quantities count 0.
+int PodGpuRequest(const Json& pod, std::string_view resource = kGpuResource);
+// Phase Succeeded or Failed.
+bool PodTerminated(const Json& pod);
+// True if the pod carries the labels of a gang rank; `job` and `rank` receive them.
+bool GangRankOf(const Json& pod, std::string* job, int* rank);
+
+}  // namespace nvl72::model

@@ -1,0 +1,54 @@
+// Names shared by the operator, the scheduler extender and the CRD: API group, labels, annotations,
+// resource names, condition types. One place so that the pieces can never disagree.
+// Thread-safety: constants.
+#pragma once
+
+#include <string_view>
+
+namespace nvl72::model {
+
+// --- API ---
+inline constexpr std::string_view kGroup = "nvl72.dev";
+inline constexpr std::string_view kVersion = "v1alpha1";
+inline constexpr std::string_view kApiVersion = "nvl72.dev/v1alpha1";
+inline constexpr std::string_view kKind = "NVL72Job";
+inline constexpr std::string_view kPlural = "nvl72jobs";
+inline constexpr std::string_view kShortName = "nvj";
+
+// --- labels / annotations on pods created for a job ---
+inline constexpr std::string_view kJobLabel = "nvl72.dev/job";    // value: job name (same namespace)
+inline constexpr std::string_view kRankLabel = "nvl72.dev/rank";  // value: decimal rank
+inline constexpr std::string_view kNodeAnnotation = "nvl72.dev/node";  // value: planned node name
+// Optional job annotation: integer priority; overrides the template's PriorityClass value.
+inline constexpr std::string_view kPriorityAnnotation = "nvl72.dev/priority";
+// Finalizer on admitted jobs: the reservation is released before the job object goes away.
+inline constexpr std::string_view kReservationFinalizer = "nvl72.dev/reservation";
+
+// --- nodes ---
+inline constexpr std::string_view kDefaultDomainLabel = "nvidia.com/gpu.clique";
+inline constexpr std::string_view kGpuResource = "nvidia.com/gpu";
+inline constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
+
+// --- scheduling ---
+inline constexpr std::string_view kSchedulerName = "nvl72-scheduler";
+
+// --- environment of rank pods ---
+inline constexpr std::string_view kEnvRank = "NVL72_RANK";
+inline constexpr std::string_view kEnvWorldSize = "NVL72_WORLD_SIZE";
+inline constexpr std::string_view kEnvMasterAddr = "MASTER_ADDR";
+inline constexpr std::string_view kEnvMasterPort = "MASTER_PORT";
+inline constexpr int kDefaultMasterPort = 29500;
+
+// --- NVL72Job status condition types ---
+inline constexpr std::string_view kConditionAdmitted = "Admitted";
+inline constexpr std::string_view kConditionPlaced = "Placed";
+inline constexpr std::string_view kConditionRunning = "Running";
+inline constexpr std::string_view kConditionSucceeded = "Succeeded";
+inline constexpr std::string_view kConditionFailed = "Failed";
+inline constexpr std::string_view kConditionRecovering = "Recovering";
+
+// Defaults of a domain (one GB200 NVL72 rack) used by spec validation.
+inline constexpr int kDefaultDomainNodes = 18;
+inline constexpr int kMaxGpusPerNode = 8;
+
+}  // namespace nvl72::model
