@@ -1,1 +1,268 @@
+// Engine tests on clusters small enough to work out by hand. Drawings: racks are columns of nodes
+// n0.., each node 4 GPUs unless said otherwise.
+#include "sim/engine.h"
+
+#include <cmath>
+#include <map>
+
 #include <gtest/gtest.h>
+
+#include "sim/report.h"
+#include "sim/runner.h"
+
+namespace nvl72::sim {
+namespace {
+
+constexpr double kHour = 3600;
+
+Trace MakeTrace(const std::string& rows) {
+  StatusOr<Trace> t = ParseTrace("job_id,submission_time,duration,num_gpu\n" + rows, "test.csv");
+  EXPECT_TRUE(t.ok()) << t.status();
+  return t.ok() ? *t : Trace{};
+}
+
+SimOptions Options(int racks, int nodes_per_rack, int spares) {
+  SimOptions o;
+  o.cluster = ClusterShape{racks, nodes_per_rack, 4};
+  o.spares = spares;
+  o.mtbf_hours = 0;  // no random failures
+  o.restart_minutes = 10;
+  o.checkpoint_minutes = 1;
+  return o;
+}
+
+PolicyMetrics RunPolicy(const Trace& trace, const std::string& policy_name, const SimOptions& options,
+                        FailureSource* failures = nullptr) {
+  auto policy = placement::MakePolicy(policy_name, placement::PolicyOptions{options.spares});
+  EXPECT_NE(policy, nullptr);
+  StatusOr<PolicyMetrics> m = Simulate(trace, *policy, options, failures);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return m.ok() ? *m : PolicyMetrics{};
+}
+
+// Outages given per node; no further outage once a node's list is used up.
+class ScriptedFailures final : public FailureSource {
+ public:
+  explicit ScriptedFailures(std::map<int, std::vector<NodeOutage>> script)
+      : script_(std::move(script)) {}
+  NodeOutage NextOutage(int node, double) override {
+    std::vector<NodeOutage>& outages = script_[node];
+    size_t& next = next_[node];
+    if (next < outages.size()) return outages[next++];
+    return NodeOutage{INFINITY, INFINITY};
+  }
+
+ private:
+  std::map<int, std::vector<NodeOutage>> script_;
+  std::map<int, size_t> next_;
+};
+
+// 2 racks x 2 nodes.      t=0    A: gang 8 GPUs, 100 s -> one whole rack
+//   rack0  rack1          t=0    B: pod 4 GPUs, 200 s  -> one node of the other rack
+//   [A]    [B]            t=10   C: gang 8 GPUs, 50 s  -> needs a whole rack: waits for A (t=100)
+//   [A]    [ ]
+// Waits 0, 0, 90 -> mean 30, p99 90. Waiting time [10, 100): healthy 16 GPUs x 90 s; useful
+// (8 + 4) GPUs x 90 s -> usable 0.75; the free node of rack1 is useless to C -> stranded 4/16.
+// Makespan: B ends at 200.
+TEST(Simulate, HandComputedWaitsAndUsableCapacity) {
+  const Trace trace = MakeTrace("A,0,100,8\nB,0,200,4\nC,10,50,8\n");
+  for (const std::string policy : {"domain-best-fit", "nvl72"}) {
+    SCOPED_TRACE(policy);
+    PolicyMetrics m = RunPolicy(trace, policy, Options(2, 2, /*spares=*/0));
+    EXPECT_EQ(m.jobs_completed, 3);
+    EXPECT_DOUBLE_EQ(m.wait_mean_s, 30);
+    EXPECT_DOUBLE_EQ(m.wait_p99_s, 90);
+    EXPECT_DOUBLE_EQ(m.waiting_hours * kHour, 90);
+    EXPECT_NEAR(m.usable_capacity, 0.75, 1e-12);
+    EXPECT_NEAR(m.stranded_gpu_ratio, 0.25, 1e-12);
+    EXPECT_DOUBLE_EQ(m.makespan_s, 200);
+    EXPECT_EQ(m.gang_starts, 2);
+    EXPECT_EQ(m.pod_starts, 1);
+    EXPECT_DOUBLE_EQ(m.single_domain_ratio, 1.0);
+    EXPECT_NEAR(m.useful_gpu_hours_total * kHour, 8 * 100 + 4 * 200 + 8 * 50, 1e-6);
+  }
+}
+
+// 2 racks x 2 nodes.   t=0 A: pod 4 GPUs, 1000 s (takes n0)
+//   rack0  rack1       t=0 G: gang 8 GPUs, 100 s
+//   [A]    [ ]         t=0 W: gang 8 GPUs, 10 s
+//   [ ]    [ ]
+// spread (emptiest nodes, topology-blind) puts G on n1 + n2: two domains, speed 0.57, so G runs
+// 100 / 0.57 s and W waits that long. domain-best-fit puts G on rack1, W waits 100 s.
+TEST(Simulate, CrossDomainSlowdownAppliesToSpread) {
+  const Trace trace = MakeTrace("A,0,1000,4\nG,0,100,8\nW,0,10,8\n");
+  const double slow = 100 / 0.57;
+
+  PolicyMetrics spread = RunPolicy(trace, "spread", Options(2, 2, 0));
+  EXPECT_EQ(spread.gang_starts, 2);
+  EXPECT_EQ(spread.gang_starts_cross_domain, 2);
+  EXPECT_DOUBLE_EQ(spread.single_domain_ratio, 0);
+  EXPECT_NEAR(spread.wait_p99_s, slow, 1e-9);
+  EXPECT_NEAR(spread.wait_mean_s, slow / 3, 1e-9);
+  // While W waits: A's 4 GPUs at full speed + G's 8 GPUs at 0.57, over 16 healthy GPUs.
+  EXPECT_NEAR(spread.usable_capacity, (4 + 8 * 0.57) / 16, 1e-9);
+  EXPECT_NEAR(spread.slowdown_gpu_hours * kHour, 8 * 0.43 * (slow + 10 / 0.57), 1e-6);
+
+  PolicyMetrics best_fit = RunPolicy(trace, "domain-best-fit", Options(2, 2, 0));
+  EXPECT_EQ(best_fit.gang_starts_cross_domain, 0);
+  EXPECT_DOUBLE_EQ(best_fit.single_domain_ratio, 1);
+  EXPECT_DOUBLE_EQ(best_fit.wait_p99_s, 100);
+  EXPECT_NEAR(best_fit.usable_capacity, (4 + 8) / 16.0, 1e-12);
+}
+
+// 1 rack x 3 nodes, 1 spare. G: gang 8 GPUs, 1000 s, on n0 + n1; n0 fails at t=100 (repaired at
+// 5000). Checkpoint every 60 s -> 60 s saved, 40 s lost; restart 600 s.
+// nvl72 replaces n0 by the spare n2 in place: G ends at 100 + 600 + 940 = 1640.
+// domain-best-fit has no in-place recovery: G is requeued, restarts at once on n1 + n2, same end.
+TEST(Simulate, FailureRecoversInPlaceForNvl72AndRequeuesForDomainBestFit) {
+  const Trace trace = MakeTrace("G,0,1000,8\n");
+  for (const std::string policy : {"nvl72", "domain-best-fit"}) {
+    SCOPED_TRACE(policy);
+    ScriptedFailures failures({{0, {NodeOutage{100, 5000}}}});
+    PolicyMetrics m = RunPolicy(trace, policy, Options(1, 3, /*spares=*/1), &failures);
+    EXPECT_EQ(m.node_failures, 1);
+    EXPECT_EQ(m.gang_failures, 1);
+    EXPECT_NEAR(m.makespan_s, 1640, 1e-9);
+    EXPECT_NEAR(m.lost_gpu_hours * kHour, 8 * 40, 1e-9);
+    EXPECT_NEAR(m.restart_gpu_hours * kHour, 8 * 600, 1e-9);
+    EXPECT_EQ(m.jobs_completed, 1);
+    if (policy == "nvl72") {
+      EXPECT_EQ(m.gang_recovered_in_place, 1);
+      EXPECT_DOUBLE_EQ(m.in_place_recovery_ratio, 1);
+      EXPECT_EQ(m.requeues, 0);
+      EXPECT_EQ(m.gang_starts, 1);
+    } else {
+      EXPECT_EQ(m.gang_recovered_in_place, 0);
+      EXPECT_DOUBLE_EQ(m.in_place_recovery_ratio, 0);
+      EXPECT_EQ(m.requeues, 1);
+      EXPECT_EQ(m.gang_starts, 2);
+    }
+  }
+}
+
+// 1 rack x 2 nodes, no spare: nvl72 finds no replacement for n0 and requeues G; G restarts when
+// n0 is repaired at t=300: ends at 300 + 600 + 940.
+TEST(Simulate, NoReplacementInTheDomainRequeuesTheGang) {
+  const Trace trace = MakeTrace("G,0,1000,8\n");
+  ScriptedFailures failures({{0, {NodeOutage{100, 300}}}});
+  PolicyMetrics m = RunPolicy(trace, "nvl72", Options(1, 2, /*spares=*/0), &failures);
+  EXPECT_EQ(m.gang_failures, 1);
+  EXPECT_EQ(m.gang_recovered_in_place, 0);
+  EXPECT_DOUBLE_EQ(m.in_place_recovery_ratio, 0);
+  EXPECT_EQ(m.requeues, 1);
+  EXPECT_NEAR(m.makespan_s, 300 + 600 + 940, 1e-9);
+  // The requeued gang waited [100, 300) on a cluster with one healthy node: useful work 0.
+  EXPECT_NEAR(m.waiting_hours * kHour, 200, 1e-9);
+  EXPECT_NEAR(m.healthy_gpu_hours_waiting * kHour, 4 * 200, 1e-9);
+  EXPECT_DOUBLE_EQ(m.usable_capacity, 0);
+}
+
+// A pod on a failed node is requeued at its arrival position and resumes from its checkpoint.
+// 1 rack x 1 node. P: 1 GPU, 100 s; Q: 1 GPU, 10 s, arrives at t=60. n0 fails at 50, back at 80.
+// P loses 50 s (no checkpoint yet), restarts at 80 before Q (earlier arrival) and ends at
+// 80 + 600 + 100; Q starts at 80 on the same node (3 GPUs free) and waits 20 s.
+TEST(Simulate, PodOnFailedNodeIsRequeuedInArrivalOrder) {
+  const Trace trace = MakeTrace("P,0,100,1\nQ,60,10,1\n");
+  ScriptedFailures failures({{0, {NodeOutage{50, 80}}}});
+  PolicyMetrics m = RunPolicy(trace, "domain-best-fit", Options(1, 1, 0), &failures);
+  EXPECT_EQ(m.job_interruptions, 1);
+  EXPECT_EQ(m.requeues, 1);
+  EXPECT_EQ(m.gang_failures, 0);
+  EXPECT_EQ(m.pod_starts, 3);
+  EXPECT_NEAR(m.lost_gpu_hours * kHour, 50, 1e-9);
+  EXPECT_NEAR(m.makespan_s, 780, 1e-9);
+  EXPECT_DOUBLE_EQ(m.wait_p99_s, 20);
+}
+
+TEST(Simulate, GangThatNeverFitsIsReportedNotLooped) {
+  // nvl72 holds back both nodes of the only rack as spares: an 8-GPU gang can never start.
+  const Trace trace = MakeTrace("G,0,10,8\nP,5,10,1\n");
+  PolicyMetrics m = RunPolicy(trace, "nvl72", Options(1, 2, /*spares=*/2));
+  EXPECT_EQ(m.jobs_never_placed, 1);
+  EXPECT_EQ(m.jobs_completed, 1);
+  PolicyMetrics ok = RunPolicy(trace, "domain-best-fit", Options(1, 2, 2));
+  EXPECT_EQ(ok.jobs_never_placed, 0);
+  EXPECT_EQ(ok.jobs_completed, 2);
+}
+
+// Greedy backfill: a small job behind a big one that does not fit starts at once.
+TEST(Simulate, BackfillsPastAJobThatDoesNotFit) {
+  // 1 rack x 2 nodes. A: 4 GPUs; G: 8 GPUs (waits for A); P: 4 GPUs (fits on the other node).
+  const Trace trace = MakeTrace("A,0,100,4\nG,1,10,8\nP,2,10,4\n");
+  PolicyMetrics m = RunPolicy(trace, "domain-best-fit", Options(1, 2, 0));
+  // Waits: A 0, G 99 (until A ends at 100), P 0.
+  EXPECT_DOUBLE_EQ(m.wait_p99_s, 99);
+  EXPECT_DOUBLE_EQ(m.wait_mean_s, 33);
+}
+
+TEST(SegmentSizeFor, WholeGangWhenItFitsARackElseBalancedSegments) {
+  const ClusterShape nvl72{8, 18, 4};
+  EXPECT_EQ(SegmentSizeFor(16, nvl72, 2), 0);
+  EXPECT_EQ(SegmentSizeFor(17, nvl72, 2), 9);   // 2 segments of <= 16
+  EXPECT_EQ(SegmentSizeFor(32, nvl72, 2), 16);
+  EXPECT_EQ(SegmentSizeFor(40, nvl72, 2), 14);  // 3 segments
+  EXPECT_EQ(SegmentSizeFor(18, nvl72, 0), 0);
+  EXPECT_EQ(SegmentSizeFor(4, ClusterShape{2, 2, 4}, 5), 2);  // reserve >= rack: cap at the rack
+}
+
+SimConfig DeterminismConfig(uint64_t seed) {
+  SimConfig c;
+  c.trace_path = "cluster01.csv";
+  c.options.cluster.racks = 2;
+  c.options.mtbf_hours = 300;  // frequent failures so that the seed matters
+  c.options.seed = seed;
+  c.max_jobs = 400;
+  return c;
+}
+
+TEST(RunSimulation, SameSeedSameJsonOtherSeedDiffers) {
+  StatusOr<Trace> trace = LoadTrace(std::string(NVL72_SIM_TRACES_DIR) + "/cluster01.csv");
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  StatusOr<RunReport> a = RunSimulationOnTrace(DeterminismConfig(1), *trace);
+  StatusOr<RunReport> b = RunSimulationOnTrace(DeterminismConfig(1), *trace);
+  StatusOr<RunReport> c = RunSimulationOnTrace(DeterminismConfig(2), *trace);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_GT(a->results[0].node_failures, 0);
+  EXPECT_EQ(ReportToJson(*a).dump(), ReportToJson(*b).dump());
+  EXPECT_NE(ReportToJson(*a).dump(), ReportToJson(*c).dump());
+  // Every Required gang of the topology-aware policies sits in one domain.
+  for (const PolicyMetrics& m : a->results) {
+    if (m.policy == "nvl72" || m.policy == "domain-best-fit") {
+      EXPECT_DOUBLE_EQ(m.single_domain_ratio, 1) << m.policy;
+    }
+  }
+}
+
+TEST(RunSimulation, LoadFactorCompressesArrivals) {
+  // 1 rack x 1 node. A: 4 GPUs, 100 s at t=0; B: 4 GPUs at t=150 -> at load 2, t=75: waits 25 s.
+  const Trace trace = MakeTrace("A,0,100,4\nB,150,10,4\n");
+  SimConfig c;
+  c.options = Options(1, 1, 0);
+  c.policies = {"domain-best-fit"};
+  StatusOr<RunReport> base = RunSimulationOnTrace(c, trace);
+  c.load = 2;
+  StatusOr<RunReport> doubled = RunSimulationOnTrace(c, trace);
+  ASSERT_TRUE(base.ok() && doubled.ok());
+  EXPECT_DOUBLE_EQ(base->results[0].wait_mean_s, 0);
+  EXPECT_DOUBLE_EQ(doubled->results[0].wait_p99_s, 25);
+  EXPECT_DOUBLE_EQ(doubled->trace_span_s, 75);
+  EXPECT_EQ(ReportToJson(*doubled)["config"]["load"], 2.0);
+}
+
+TEST(RunSimulation, RejectsUnknownPolicyAndJobsLargerThanTheCluster) {
+  const Trace trace = MakeTrace("A,0,100,4\nB,1,10,12\n");
+  SimConfig c;
+  c.options = Options(1, 2, 0);
+  c.policies = {"nvl72", "bogus"};
+  StatusOr<RunReport> r = RunSimulationOnTrace(c, trace);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("unknown policy 'bogus'"), std::string::npos);
+  c.policies = {};
+  r = RunSimulationOnTrace(c, trace);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("test.csv:3: job B needs 12 GPUs"), std::string::npos)
+      << r.status().message();
+}
+
+}  // namespace
+}  // namespace nvl72::sim

@@ -1,1 +1,90 @@
+#include "sim/flags.h"
+
 #include <gtest/gtest.h>
+
+namespace nvl72::sim {
+namespace {
+
+StatusOr<SimConfig> Parse(std::vector<std::string_view> args) { return ParseFlags(args); }
+
+TEST(ParseFlags, DefaultsAndOverrides) {
+  StatusOr<SimConfig> c = Parse({"--trace", "t.csv"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->trace_path, "t.csv");
+  EXPECT_EQ(c->options.cluster.racks, 8);
+  EXPECT_EQ(c->options.cluster.nodes_per_rack, 18);
+  EXPECT_EQ(c->options.cluster.gpus_per_node, 4);
+  EXPECT_EQ(c->options.spares, 2);
+  EXPECT_DOUBLE_EQ(c->options.cross_domain_speed, 0.57);
+  EXPECT_DOUBLE_EQ(c->load, 1.0);
+  EXPECT_TRUE(c->policies.empty());
+  EXPECT_FALSE(c->json);
+
+  c = Parse({"--trace=t.csv", "--racks", "3", "--nodes-per-rack=4", "--gpus-per-node", "8",
+             "--policies", "nvl72,spread", "--spares", "0", "--load", "1.5", "--seed", "99",
+             "--mtbf-hours", "0", "--repair-hours", "2", "--checkpoint-minutes", "0",
+             "--restart-minutes", "5", "--cross-domain-speed", "1", "--max-jobs", "10", "--json"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->options.cluster.racks, 3);
+  EXPECT_EQ(c->options.cluster.nodes_per_rack, 4);
+  EXPECT_EQ(c->options.cluster.gpus_per_node, 8);
+  EXPECT_EQ(c->policies, (std::vector<std::string>{"nvl72", "spread"}));
+  EXPECT_EQ(c->options.spares, 0);
+  EXPECT_DOUBLE_EQ(c->load, 1.5);
+  EXPECT_EQ(c->options.seed, 99u);
+  EXPECT_DOUBLE_EQ(c->options.mtbf_hours, 0);
+  EXPECT_DOUBLE_EQ(c->options.repair_hours, 2);
+  EXPECT_DOUBLE_EQ(c->options.checkpoint_minutes, 0);
+  EXPECT_DOUBLE_EQ(c->options.restart_minutes, 5);
+  EXPECT_DOUBLE_EQ(c->options.cross_domain_speed, 1);
+  EXPECT_EQ(c->max_jobs, 10);
+  EXPECT_TRUE(c->json);
+}
+
+TEST(ParseFlags, HelpNeedsNoTrace) {
+  StatusOr<SimConfig> c = Parse({"--help"});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->help);
+}
+
+TEST(ParseFlags, BadValuesNameTheFlag) {
+  const std::vector<std::pair<std::vector<std::string_view>, std::string>> cases = {
+      {{}, "--trace is required"},
+      {{"--trace", "t", "--racks", "0"}, "--racks: expected a positive integer, got '0'"},
+      {{"--trace", "t", "--racks", "2x"}, "--racks"},
+      {{"--trace", "t", "--load", "0"}, "--load: expected a number > 0"},
+      {{"--trace", "t", "--load", "-1"}, "--load"},
+      {{"--trace", "t", "--spares", "-1"}, "--spares"},
+      {{"--trace", "t", "--mtbf-hours", "x"}, "--mtbf-hours"},
+      {{"--trace", "t", "--cross-domain-speed", "1.5"}, "--cross-domain-speed"},
+      {{"--trace", "t", "--cross-domain-speed", "0"}, "--cross-domain-speed"},
+      {{"--trace", "t", "--seed", "-3"}, "--seed"},
+      {{"--trace", "t", "--policies", "a,,b"}, "--policies"},
+      {{"--trace", "t", "--racks"}, "--racks needs a value"},
+      {{"--trace", "t", "--json=1"}, "--json takes no value"},
+      {{"--trace", "t", "--bogus", "1"}, "unknown flag --bogus"},
+      {{"--trace", "t", "stray"}, "unexpected argument 'stray'"},
+  };
+  for (const auto& [args, message] : cases) {
+    StatusOr<SimConfig> c = Parse(args);
+    ASSERT_FALSE(c.ok()) << message;
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(c.status().message().find(message), std::string::npos)
+        << "got: " << c.status().message() << "; want: " << message;
+  }
+}
+
+TEST(HelpText, DocumentsEveryFlagWithItsDefault) {
+  const std::string help = HelpText();
+  for (const char* flag :
+       {"--trace", "--racks", "--nodes-per-rack", "--gpus-per-node", "--policies", "--spares",
+        "--load", "--seed", "--mtbf-hours", "--repair-hours", "--checkpoint-minutes",
+        "--restart-minutes", "--cross-domain-speed", "--max-jobs", "--json", "--help"}) {
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+  }
+  EXPECT_NE(help.find("Default 0.57"), std::string::npos);
+  EXPECT_NE(help.find("Default 12669"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nvl72::sim
