@@ -125,13 +125,13 @@ StatusOr<JobSpec> ParseJobSpec(const Json& spec, const SpecLimits& limits) {
                             std::to_string(out.replicas));
     }
   }
+  if (out.segment_size > limits.domain_nodes) {
+    return FieldError("spec.topology.segmentSize",
+                      std::to_string(out.segment_size) + " is larger than a domain (" +
+                          std::to_string(limits.domain_nodes) + " nodes)");
+  }
   if (out.mode == placement::TopologyMode::kRequired &&
       out.EffectiveSegmentSize() > limits.domain_nodes) {
-    if (out.segment_size > 0) {
-      return FieldError("spec.topology.segmentSize",
-                        std::to_string(out.segment_size) + " is larger than a domain (" +
-                            std::to_string(limits.domain_nodes) + " nodes)");
-    }
     return FieldError("spec.topology.segmentSize",
                       "a Required gang of " + std::to_string(out.replicas) +
                           " replicas is larger than a domain (" +

@@ -49,7 +49,7 @@ struct JobSpec {
 
 // Limits a spec is validated against (the CRD enforces the same defaults).
 struct SpecLimits {
-  int domain_nodes = 18;      // a Required segment may not be larger than this
+  int domain_nodes = 18;      // a segment (and a Required gang) may not be larger than this
   int max_gpus_per_node = 8;  // gpusPerReplica must be in 1..this
 };
 
