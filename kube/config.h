@@ -28,8 +28,8 @@ struct Config {
   std::string client_key_data;
   std::string client_key_file;
 
-  // Bearer token authentication. token_file wins over token and is re-read (at most every
-  // token_reread_interval) so rotated service-account tokens are picked up.
+  // Bearer token authentication. token_file wins over token; HttpClient re-reads it at most every
+  // token_reread_interval (and after a 401) so rotated service-account tokens are picked up.
   std::string token;
   std::string token_file;
   std::chrono::seconds token_reread_interval{60};
@@ -42,7 +42,8 @@ struct Config {
   std::chrono::milliseconds request_timeout{30000};
   std::string user_agent = "nvl72-kube/0.1";
 
-  // The token to send now: contents of token_file (whitespace-trimmed) or `token`; "" if none.
+  // The token to send now: contents of token_file read now (whitespace-trimmed) or `token`; "" if
+  // none.
   // Returns kUnauthenticated if token_file is set but cannot be read.
   StatusOr<std::string> BearerToken() const;
   // A description safe to log: server, auth method, never secrets.

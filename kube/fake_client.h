@@ -7,7 +7,8 @@
 //  - Update/UpdateStatus/Patch with a metadata.resourceVersion that is not the current one -> 409
 //    kConflict; Create of an existing name -> 409 kAlreadyExists; missing object -> 404;
 //  - for resources registered with EnableStatusSubresource() (all CRDs in real life, and pods,
-//    nodes), Update ignores status and UpdateStatus changes only status;
+//    nodes), Create drops status (pods get phase Pending; nodes keep theirs, as kwok setups rely
+//    on), Update ignores status and UpdateStatus changes only status;
 //  - Delete honours preconditions, and with finalizers only sets deletionTimestamp (the object goes
 //    when an update empties metadata.finalizers);
 //  - List supports label selectors (full set-based syntax), field selectors of the form

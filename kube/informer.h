@@ -119,11 +119,13 @@ class Informer {
   };
 
   void Run(std::stop_token stop);
-  Status ListAndReplace(std::stop_token stop);
-  Status WatchOnce(std::stop_token stop);
+  void ResyncLoop(std::stop_token stop);
+  // Sleeps `d` of clock_ time; returns false if stopped meanwhile.
+  bool SleepUnlessStopped(Clock::Duration d, std::stop_token stop);
+  Status ListAndReplace();
+  Status WatchOnce(std::stop_token stop, int64_t* events);
   void StoreLocked(const std::string& key, const ObjectPtr& obj);
   void RemoveLocked(const std::string& key);
-  void Resync();
 
   Client* client_;
   Clock* clock_;
@@ -136,10 +138,15 @@ class Informer {
   std::map<std::string, Index> indexes_;
   bool synced_ = false;
   InformerStats stats_;
-  std::string resource_version_;
-  Clock::TimePoint next_resync_{};
+  std::string resource_version_;  // guarded by mu_
+
+  // Serialises handler calls between the list/watch thread and the resync thread.
+  std::mutex handler_mu_;
+  std::mutex sleep_mu_;
+  std::condition_variable sleep_cv_;
 
   std::jthread thread_;
+  std::jthread resync_thread_;
   bool started_ = false;
 };
 

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <chrono>
 #include <functional>
 #include <mutex>
@@ -65,9 +66,14 @@ class LeaderElector {
   Status Release();
 
  private:
+  bool SleepUnlessStopped(Clock::Duration d, std::stop_token stop);
+  Json LeaseObject(const Json& spec) const;
+
   Client* client_;
   Clock* clock_;
   LeaderElectionConfig config_;
+  std::mutex sleep_mu_;
+  std::condition_variable sleep_cv_;
   std::atomic<bool> is_leader_{false};
 
   mutable std::mutex mu_;

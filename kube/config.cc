@@ -1,0 +1,235 @@
+#include "kube/config.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "kube/mini_yaml.h"
+
+namespace nvl72::kube {
+namespace {
+
+using nlohmann::json;
+
+StatusOr<std::string> ReadFile(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Status(StatusCode::kNotFound, what + " file \"" + path + "\" cannot be read");
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string TrimSpace(std::string s) {
+  size_t b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+StatusOr<std::string> Base64Decode(const std::string& in, const std::string& what) {
+  static const std::string kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t padding = 0;
+  for (char c : in) {
+    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') continue;
+    if (c == '=') {
+      ++padding;
+      continue;
+    }
+    size_t v = kAlphabet.find(c);
+    if (v == std::string::npos || padding > 0) {
+      return Status(StatusCode::kInvalidArgument, what + " is not valid base64");
+    }
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  if (padding > 2) return Status(StatusCode::kInvalidArgument, what + " is not valid base64");
+  return out;
+}
+
+std::string ResolvePath(const std::string& base_dir, const std::string& path) {
+  if (path.empty() || path[0] == '/' || base_dir.empty()) return path;
+  return base_dir + "/" + path;
+}
+
+const json* FindNamed(const json& doc, const char* list, const std::string& name, const char* inner) {
+  auto it = doc.find(list);
+  if (it == doc.end() || !it->is_array()) return nullptr;
+  for (const json& entry : *it) {
+    if (entry.is_object() && entry.value("name", "") == name) {
+      auto in = entry.find(inner);
+      if (in != entry.end() && in->is_object()) return &*in;
+      static const json* empty = new json(json::object());
+      return empty;
+    }
+  }
+  return nullptr;
+}
+
+std::string Str(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || it->is_null()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  return it->dump();
+}
+
+bool Bool(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return false;
+  if (it->is_boolean()) return it->get<bool>();
+  return it->is_string() && it->get<std::string>() == "true";
+}
+
+}  // namespace
+
+StatusOr<std::string> Config::BearerToken() const {
+  if (!token_file.empty()) {
+    auto contents = ReadFile(token_file, "token");
+    if (!contents.ok()) {
+      return Status(StatusCode::kUnauthenticated, contents.status().message());
+    }
+    return TrimSpace(*contents);
+  }
+  return token;
+}
+
+std::string Config::DebugString() const {
+  std::string auth;
+  if (!token_file.empty()) auth = "token file " + token_file;
+  else if (!token.empty()) auth = "token (inline)";
+  if (!client_cert_data.empty() || !client_cert_file.empty()) {
+    auth += auth.empty() ? "client certificate" : " + client certificate";
+  }
+  if (auth.empty()) auth = "anonymous";
+  std::string tls = insecure_skip_tls_verify ? "TLS verification DISABLED"
+                    : !ca_data.empty()       ? "CA (inline)"
+                    : !ca_file.empty()       ? "CA " + ca_file
+                                             : "no CA configured";
+  return "server " + server + ", " + auth + ", " + tls;
+}
+
+StatusOr<Config> ParseKubeconfig(const std::string& text, const std::string& base_dir,
+                                 const std::string& context, const std::string& origin) {
+  const std::string where = "kubeconfig" + (origin.empty() ? std::string() : " " + origin);
+  auto bad = [&](const std::string& what) {
+    return Status(StatusCode::kInvalidArgument, where + ": " + what);
+  };
+  auto doc = ParseMiniYaml(text);
+  if (!doc.ok()) return bad(doc.status().message());
+  if (!doc->is_object()) return bad("not a mapping");
+
+  std::string ctx_name = context.empty() ? Str(*doc, "current-context") : context;
+  if (ctx_name.empty()) return bad("no context given and current-context is not set");
+  const json* ctx = FindNamed(*doc, "contexts", ctx_name, "context");
+  if (ctx == nullptr) return bad("context \"" + ctx_name + "\" not found");
+  std::string cluster_name = Str(*ctx, "cluster");
+  std::string user_name = Str(*ctx, "user");
+  if (cluster_name.empty()) return bad("context \"" + ctx_name + "\" names no cluster");
+  const json* cluster = FindNamed(*doc, "clusters", cluster_name, "cluster");
+  if (cluster == nullptr) return bad("cluster \"" + cluster_name + "\" not found");
+
+  Config config;
+  config.default_namespace = Str(*ctx, "namespace");
+  config.server = Str(*cluster, "server");
+  if (config.server.empty()) return bad("cluster \"" + cluster_name + "\" has no server");
+  config.insecure_skip_tls_verify = Bool(*cluster, "insecure-skip-tls-verify");
+  config.tls_server_name = Str(*cluster, "tls-server-name");
+  if (std::string d = Str(*cluster, "certificate-authority-data"); !d.empty()) {
+    auto pem = Base64Decode(d, "certificate-authority-data of cluster \"" + cluster_name + "\"");
+    if (!pem.ok()) return bad(pem.status().message());
+    config.ca_data = *pem;
+  } else if (std::string f = Str(*cluster, "certificate-authority"); !f.empty()) {
+    config.ca_file = ResolvePath(base_dir, f);
+  }
+  if (config.insecure_skip_tls_verify && (!config.ca_data.empty() || !config.ca_file.empty())) {
+    return bad("cluster \"" + cluster_name +
+               "\": insecure-skip-tls-verify cannot be combined with a certificate authority");
+  }
+
+  if (!user_name.empty()) {
+    const json* user = FindNamed(*doc, "users", user_name, "user");
+    if (user == nullptr) return bad("user \"" + user_name + "\" not found");
+    for (const char* unsupported : {"exec", "auth-provider", "username", "password"}) {
+      if (user->contains(unsupported)) {
+        return bad("user \"" + user_name + "\": \"" + unsupported +
+                   "\" authentication is not supported (use a token, tokenFile or client certificate)");
+      }
+    }
+    if (std::string d = Str(*user, "client-certificate-data"); !d.empty()) {
+      auto pem = Base64Decode(d, "client-certificate-data of user \"" + user_name + "\"");
+      if (!pem.ok()) return bad(pem.status().message());
+      config.client_cert_data = *pem;
+    } else if (std::string f = Str(*user, "client-certificate"); !f.empty()) {
+      config.client_cert_file = ResolvePath(base_dir, f);
+    }
+    if (std::string d = Str(*user, "client-key-data"); !d.empty()) {
+      auto pem = Base64Decode(d, "client-key-data of user \"" + user_name + "\"");
+      if (!pem.ok()) return bad(pem.status().message());
+      config.client_key_data = *pem;
+    } else if (std::string f = Str(*user, "client-key"); !f.empty()) {
+      config.client_key_file = ResolvePath(base_dir, f);
+    }
+    bool has_cert = !config.client_cert_data.empty() || !config.client_cert_file.empty();
+    bool has_key = !config.client_key_data.empty() || !config.client_key_file.empty();
+    if (has_cert != has_key) {
+      return bad("user \"" + user_name + "\": client certificate and client key must be given together");
+    }
+    config.token = Str(*user, "token");
+    config.token_file = ResolvePath(base_dir, Str(*user, "tokenFile"));
+  }
+  if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
+    return bad("server \"" + config.server + "\" must start with https://");
+  }
+  return config;
+}
+
+StatusOr<Config> LoadKubeconfig(const std::string& path, const std::string& context) {
+  if (path.empty()) return Status(StatusCode::kInvalidArgument, "kubeconfig path is empty");
+  auto text = ReadFile(path, "kubeconfig");
+  if (!text.ok()) return text.status();
+  size_t slash = path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  if (dir.empty()) dir = "/";
+  return ParseKubeconfig(*text, dir, context, path);
+}
+
+StatusOr<Config> InClusterConfigFrom(const std::string& host, const std::string& port,
+                                     const std::string& sa_dir) {
+  if (host.empty() || port.empty()) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "not running in a cluster: KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT unset");
+  }
+  Config config;
+  bool ipv6 = host.find(':') != std::string::npos;
+  config.server = "https://" + (ipv6 ? "[" + host + "]" : host) + ":" + port;
+  config.token_file = sa_dir + "/token";
+  auto token = ReadFile(config.token_file, "service account token");
+  if (!token.ok()) return Status(StatusCode::kFailedPrecondition, token.status().message());
+  config.ca_file = sa_dir + "/ca.crt";
+  auto ca = ReadFile(config.ca_file, "service account CA");
+  if (!ca.ok()) return Status(StatusCode::kFailedPrecondition, ca.status().message());
+  if (auto ns = ReadFile(sa_dir + "/namespace", "namespace"); ns.ok()) {
+    config.default_namespace = TrimSpace(*ns);
+  }
+  return config;
+}
+
+StatusOr<Config> InClusterConfig() {
+  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+  return InClusterConfigFrom(host ? host : "", port ? port : "",
+                             "/var/run/secrets/kubernetes.io/serviceaccount");
+}
+
+}  // namespace nvl72::kube

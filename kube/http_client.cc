@@ -1,0 +1,582 @@
+#include "kube/http_client.h"
+
+#include <httplib.h>
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "kube/watch_decoder.h"
+
+namespace nvl72::kube {
+namespace {
+
+// Pointing httplib's CA directory at a path that cannot exist keeps it from loading the system
+// trust store (its default when no CA file/dir is set): only the configured CA is trusted.
+constexpr const char* kNoSystemCaDir = "/dev/null/nvl72-no-system-trust";
+constexpr size_t kMaxPooledConnections = 8;
+constexpr int kDefaultWatchTimeoutSeconds = 300;
+constexpr int kWatchTimeoutJitterSeconds = 60;
+
+std::string OpenSslError() {
+  unsigned long e = ERR_get_error();
+  if (e == 0) return "unknown OpenSSL error";
+  char buf[256];
+  ERR_error_string_n(e, buf, sizeof(buf));
+  ERR_clear_error();
+  return buf;
+}
+
+StatusOr<std::string> ReadFileOrData(const std::string& data, const std::string& file,
+                                     const std::string& what) {
+  if (!data.empty()) return data;
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return Status(StatusCode::kNotFound, what + " file \"" + file + "\" cannot be read");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string UrlEncode(std::string_view s) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+class Query {
+ public:
+  Query& Add(std::string_view key, std::string_view value) {
+    if (value.empty()) return *this;
+    q_ += q_.empty() ? '?' : '&';
+    q_ += key;
+    q_ += '=';
+    q_ += UrlEncode(value);
+    return *this;
+  }
+  const std::string& str() const { return q_; }
+
+ private:
+  std::string q_;
+};
+
+Status CheckScope(const ResourceRef& r, std::string_view ns, bool list) {
+  if (r.namespaced && ns.empty() && !list) {
+    return InvalidArgumentError(r.DisplayName() + " is namespaced: a namespace is required");
+  }
+  if (!r.namespaced && !ns.empty()) {
+    return InvalidArgumentError(r.DisplayName() + " is cluster-scoped: no namespace allowed");
+  }
+  return Status::Ok();
+}
+
+Json DeleteOptionsJson(const DeleteOptions& o) {
+  Json body = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
+  if (o.propagation_policy) body["propagationPolicy"] = *o.propagation_policy;
+  if (o.grace_period_seconds) body["gracePeriodSeconds"] = *o.grace_period_seconds;
+  if (o.precondition_uid) body["preconditions"]["uid"] = *o.precondition_uid;
+  if (o.precondition_resource_version) {
+    body["preconditions"]["resourceVersion"] = *o.precondition_resource_version;
+  }
+  return body;
+}
+
+struct X509Deleter {
+  void operator()(X509* x) const { X509_free(x); }
+};
+struct PkeyDeleter {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+using X509Ptr = std::unique_ptr<X509, X509Deleter>;
+using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyDeleter>;
+
+StatusOr<std::vector<X509Ptr>> ParseCerts(const std::string& pem, const std::string& what) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())),
+                                                &BIO_free);
+  std::vector<X509Ptr> certs;
+  while (X509* x = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) certs.emplace_back(x);
+  ERR_clear_error();  // the loop ends with a "no start line" error
+  if (certs.empty()) return InvalidArgumentError(what + " holds no PEM certificate");
+  return certs;
+}
+
+}  // namespace
+
+struct HttpClient::Impl {
+  Config config;
+  bool tls = true;
+  std::string host;
+  int port = 443;
+  std::vector<X509Ptr> ca_certs;
+  X509Ptr client_cert;
+  PkeyPtr client_key;
+
+  std::mutex mu;
+  std::vector<std::unique_ptr<httplib::ClientImpl>> pool;
+  std::string token;
+  std::chrono::steady_clock::time_point token_read{};
+  bool token_loaded = false;
+  std::mt19937 rng{std::random_device{}()};
+
+  Status Init() {
+    const std::string& s = config.server;
+    std::string rest;
+    if (s.rfind("https://", 0) == 0) {
+      rest = s.substr(8);
+    } else if (s.rfind("http://", 0) == 0) {
+      tls = false;
+      port = 80;
+      rest = s.substr(7);
+    } else {
+      return InvalidArgumentError("server \"" + s + "\" must start with https://");
+    }
+    size_t slash = rest.find('/');
+    if (slash != std::string::npos) {
+      if (rest.substr(slash) != "/") {
+        return InvalidArgumentError("server \"" + s + "\": a path prefix is not supported");
+      }
+      rest = rest.substr(0, slash);
+    }
+    if (!rest.empty() && rest[0] == '[') {
+      size_t close = rest.find(']');
+      if (close == std::string::npos) return InvalidArgumentError("server \"" + s + "\": bad IPv6 host");
+      host = rest.substr(1, close - 1);
+      rest = rest.substr(close + 1);
+      if (!rest.empty() && rest[0] == ':') port = std::atoi(rest.c_str() + 1);
+    } else {
+      size_t colon = rest.rfind(':');
+      host = rest.substr(0, colon);
+      if (colon != std::string::npos) port = std::atoi(rest.c_str() + colon + 1);
+    }
+    if (host.empty() || port <= 0 || port > 65535) {
+      return InvalidArgumentError("server \"" + s + "\": bad host or port");
+    }
+    if (!config.tls_server_name.empty() && config.tls_server_name != host) {
+      return InvalidArgumentError("tls-server-name different from the server host is not supported");
+    }
+    if (!tls) return Status::Ok();
+    if (!config.insecure_skip_tls_verify) {
+      if (config.ca_data.empty() && config.ca_file.empty()) {
+        return InvalidArgumentError(
+            "no certificate authority configured for " + s +
+            " (set certificate-authority[-data], or insecure-skip-tls-verify for tests)");
+      }
+      auto pem = ReadFileOrData(config.ca_data, config.ca_file, "certificate authority");
+      if (!pem.ok()) return pem.status();
+      auto certs = ParseCerts(*pem, "certificate authority");
+      if (!certs.ok()) return certs.status();
+      ca_certs = std::move(certs).value();
+    }
+    bool has_cert = !config.client_cert_data.empty() || !config.client_cert_file.empty();
+    if (has_cert) {
+      auto cert_pem = ReadFileOrData(config.client_cert_data, config.client_cert_file,
+                                     "client certificate");
+      if (!cert_pem.ok()) return cert_pem.status();
+      auto key_pem = ReadFileOrData(config.client_key_data, config.client_key_file, "client key");
+      if (!key_pem.ok()) return key_pem.status();
+      auto certs = ParseCerts(*cert_pem, "client certificate");
+      if (!certs.ok()) return certs.status();
+      client_cert = std::move(certs.value()[0]);
+      std::unique_ptr<BIO, decltype(&BIO_free)> bio(
+          BIO_new_mem_buf(key_pem->data(), static_cast<int>(key_pem->size())), &BIO_free);
+      client_key.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+      if (!client_key) return InvalidArgumentError("client key is not a PEM private key: " + OpenSslError());
+      if (X509_check_private_key(client_cert.get(), client_key.get()) != 1) {
+        ERR_clear_error();
+        return InvalidArgumentError("client key does not match the client certificate");
+      }
+    }
+    // Fail early on an unreadable token file.
+    if (!config.token_file.empty()) {
+      auto t = config.BearerToken();
+      if (!t.ok()) return t.status();
+    }
+    return Status::Ok();
+  }
+
+  StatusOr<std::unique_ptr<httplib::ClientImpl>> NewConnection(std::chrono::milliseconds read_timeout) {
+    std::unique_ptr<httplib::ClientImpl> cli;
+    if (tls) {
+      auto ssl = std::make_unique<httplib::SSLClient>(host, port);
+      SSL_CTX* ctx = ssl->ssl_context();
+      if (ctx == nullptr) return InternalError("TLS context creation failed: " + OpenSslError());
+      if (config.insecure_skip_tls_verify) {
+        ssl->enable_server_certificate_verification(false);
+      } else {
+        ssl->enable_server_certificate_verification(true);
+        X509_STORE* store = SSL_CTX_get_cert_store(ctx);
+        for (const X509Ptr& ca : ca_certs) {
+          if (X509_STORE_add_cert(store, ca.get()) != 1) {
+            ERR_clear_error();  // duplicate certificates are harmless
+          }
+        }
+        ssl->set_ca_cert_path("", kNoSystemCaDir);
+      }
+      if (client_cert) {
+        if (SSL_CTX_use_certificate(ctx, client_cert.get()) != 1 ||
+            SSL_CTX_use_PrivateKey(ctx, client_key.get()) != 1) {
+          return InternalError("loading the client certificate into TLS failed: " + OpenSslError());
+        }
+      }
+      cli = std::move(ssl);
+    } else {
+      cli = std::make_unique<httplib::ClientImpl>(host, port);
+    }
+    auto secs = [](std::chrono::milliseconds d) {
+      return std::pair<time_t, time_t>(d.count() / 1000, (d.count() % 1000) * 1000);
+    };
+    auto [cs, cus] = secs(config.connect_timeout);
+    cli->set_connection_timeout(cs, cus);
+    auto [rs, rus] = secs(read_timeout);
+    cli->set_read_timeout(rs, rus);
+    cli->set_write_timeout(rs, rus);
+    cli->set_keep_alive(true);
+    cli->set_url_encode(false);
+    cli->set_default_headers({{"User-Agent", config.user_agent}, {"Accept", "application/json"}});
+    return cli;
+  }
+
+  StatusOr<std::unique_ptr<httplib::ClientImpl>> Acquire() {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (!pool.empty()) {
+        auto c = std::move(pool.back());
+        pool.pop_back();
+        return c;
+      }
+    }
+    return NewConnection(config.request_timeout);
+  }
+
+  void Release(std::unique_ptr<httplib::ClientImpl> c) {
+    std::lock_guard<std::mutex> l(mu);
+    if (pool.size() < kMaxPooledConnections) pool.push_back(std::move(c));
+  }
+
+  // The bearer token to send; re-read from the file when stale or when `force`.
+  StatusOr<std::string> Token(bool force) {
+    if (config.token_file.empty()) return config.token;
+    std::lock_guard<std::mutex> l(mu);
+    auto now = std::chrono::steady_clock::now();
+    if (force || !token_loaded || now - token_read >= config.token_reread_interval) {
+      auto t = config.BearerToken();
+      if (!t.ok()) return t.status();
+      token = *t;
+      token_read = now;
+      token_loaded = true;
+    }
+    return token;
+  }
+
+  Status AddAuth(httplib::Headers& headers, bool force_token_reload) {
+    auto token = Token(force_token_reload);
+    if (!token.ok()) return token.status();
+    if (!token->empty()) headers.emplace("Authorization", "Bearer " + *token);
+    return Status::Ok();
+  }
+
+  Status TransportFailure(httplib::ClientImpl* cli, httplib::Error err, const std::string& what) {
+    std::string m = what + " " + config.server + ": " + httplib::to_string(err);
+    if (err == httplib::Error::SSLServerVerification) {
+      if (auto* ssl = dynamic_cast<httplib::SSLClient*>(cli)) {
+        long v = ssl->get_openssl_verify_result();
+        m += " (" + std::string(X509_verify_cert_error_string(v)) + ")";
+      }
+      m += ": the server certificate is not signed by the configured certificate authority";
+    }
+    if (err == httplib::Error::ConnectionTimeout) {
+      return Status(StatusCode::kDeadlineExceeded, "transport: " + m);
+    }
+    return Status(StatusCode::kUnavailable, "transport: " + m);
+  }
+
+  StatusOr<Json> Do(std::string_view method, const std::string& path, const std::string* body,
+                    std::string_view content_type) {
+    bool retried_auth = false;
+    while (true) {
+      auto cli = Acquire();
+      if (!cli.ok()) return cli.status();
+      httplib::Request req;
+      req.method = std::string(method);
+      req.path = path;
+      NVL72_RETURN_IF_ERROR(AddAuth(req.headers, retried_auth));
+      if (body != nullptr) {
+        req.body = *body;
+        req.headers.emplace("Content-Type", std::string(content_type));
+      }
+      httplib::Response res;
+      httplib::Error err = httplib::Error::Success;
+      bool ok = (*cli)->send(req, res, err);
+      if (!ok) {
+        return TransportFailure(cli->get(), err, std::string(method) + " " + path);
+      }
+      Release(std::move(cli).value());
+      if (res.status == 401 && !config.token_file.empty() && !retried_auth) {
+        retried_auth = true;  // maybe the token rotated: re-read it once
+        continue;
+      }
+      if (res.status < 200 || res.status >= 300) {
+        Status s = StatusFromHttp(res.status, res.body);
+        return Status(s.code(), s.message() + " (" + std::string(method) + " " + path + ")");
+      }
+      if (res.body.empty()) return Json();
+      Json parsed = Json::parse(res.body, nullptr, /*allow_exceptions=*/false);
+      if (parsed.is_discarded()) {
+        return InternalError("malformed JSON in the response to " + std::string(method) + " " +
+                             path + ": \"" + res.body.substr(0, 128) + "\"");
+      }
+      return parsed;
+    }
+  }
+};
+
+HttpClient::HttpClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpClient::~HttpClient() = default;
+
+StatusOr<std::unique_ptr<HttpClient>> HttpClient::Create(const Config& config) {
+  auto impl = std::make_unique<Impl>();
+  impl->config = config;
+  Status s = impl->Init();
+  if (!s.ok()) return s;
+  return std::unique_ptr<HttpClient>(new HttpClient(std::move(impl)));
+}
+
+StatusOr<Json> HttpClient::Request(std::string_view method, const std::string& path, const Json* body,
+                                   std::string_view content_type) {
+  if (body == nullptr) return impl_->Do(method, path, nullptr, content_type);
+  std::string text = body->dump();
+  return impl_->Do(method, path, &text, content_type);
+}
+
+StatusOr<Json> HttpClient::Get(const ResourceRef& resource, std::string_view ns,
+                               std::string_view name) {
+  NVL72_RETURN_IF_ERROR(CheckScope(resource, ns, false));
+  if (name.empty()) return InvalidArgumentError("Get: empty name");
+  return Request("GET", resource.ObjectPath(ns, name));
+}
+
+StatusOr<ListResult> HttpClient::List(const ResourceRef& resource, std::string_view ns,
+                                      const ListOptions& options) {
+  NVL72_RETURN_IF_ERROR(CheckScope(resource, ns, true));
+  Query q;
+  q.Add("labelSelector", options.label_selector)
+      .Add("fieldSelector", options.field_selector)
+      .Add("limit", options.limit > 0 ? std::to_string(options.limit) : "")
+      .Add("continue", options.continue_token)
+      .Add("resourceVersion", options.resource_version);
+  auto body = Request("GET", resource.CollectionPath(ns) + q.str());
+  if (!body.ok()) return body.status();
+  if (!body->is_object() || !body->contains("items")) {
+    return InternalError("list of " + resource.DisplayName() + ": response has no items");
+  }
+  ListResult result;
+  Json& items = (*body)["items"];
+  if (items.is_array()) {
+    result.items.reserve(items.size());
+    // List items carry no apiVersion/kind: fill them so objects look like those from Get/Watch.
+    for (Json& item : items) {
+      if (item.is_object()) {
+        if (!item.contains("apiVersion")) item["apiVersion"] = resource.ApiVersion();
+        if (!item.contains("kind")) item["kind"] = resource.kind;
+      }
+      result.items.push_back(std::move(item));
+    }
+  }
+  const Json& meta = (*body)["metadata"];
+  if (meta.is_object()) {
+    result.resource_version = meta.value("resourceVersion", "");
+    result.continue_token = meta.value("continue", "");
+  }
+  return result;
+}
+
+namespace {
+Json WithTypeMeta(const ResourceRef& resource, const Json& obj) {
+  Json out = obj;
+  if (out.is_object()) {
+    if (!out.contains("apiVersion")) out["apiVersion"] = resource.ApiVersion();
+    if (!out.contains("kind")) out["kind"] = resource.kind;
+  }
+  return out;
+}
+}  // namespace
+
+StatusOr<Json> HttpClient::Create(const ResourceRef& resource, std::string_view ns, const Json& obj,
+                                  const WriteOptions& options) {
+  NVL72_RETURN_IF_ERROR(CheckScope(resource, ns, false));
+  if (!obj.is_object()) return InvalidArgumentError("Create: object is not a JSON object");
+  Json body = WithTypeMeta(resource, obj);
+  return Request("POST", resource.CollectionPath(ns) + Query().Add("fieldManager", options.field_manager).str(),
+                 &body);
+}
+
+StatusOr<Json> HttpClient::Update(const ResourceRef& resource, std::string_view ns, const Json& obj,
+                                  const WriteOptions& options) {
+  NVL72_RETURN_IF_ERROR(CheckScope(resource, ns, false));
+  std::string name = Name(obj);
+  if (name.empty()) return InvalidArgumentError("Update: object has no metadata.name");
+  Json body = WithTypeMeta(resource, obj);
+  return Request("PUT", resource.ObjectPath(ns, name) +
+                            Query().Add("fieldManager", options.field_manager).str(),
+                 &body);
+}
+
+StatusOr<Json> HttpClient::UpdateStatus(const ResourceRef& resource, std::string_view ns,
+                                        const Json& obj, const WriteOptions& options) {
+  NVL72_RETURN_IF_ERROR(CheckScope(resource, ns, false));
+  std::string name = Name(obj);
+  if (name.empty()) return InvalidArgumentError("UpdateStatus: object has no metadata.name");
+  Json body = WithTypeMeta(resource, obj);
+  return Request("PUT", resource.ObjectPath(ns, name, "status") +
+                            Query().Add("fieldManager", options.field_manager).str(),
+                 &body);
+}
+
+StatusOr<Json> HttpClient::Patch(const ResourceRef& resource, std::string_view ns,
+                                 std::string_view name, PatchType type, const Json& patch,
+                                 const PatchOptions& options, std::string_view subresource) {
+  NVL72_RETURN_IF_ERROR(CheckScope(resource, ns, false));
+  if (name.empty()) return InvalidArgumentError("Patch: empty name");
+  std::string_view content_type;
+  Query q;
+  switch (type) {
+    case PatchType::kMerge: content_type = "application/merge-patch+json"; break;
+    case PatchType::kJson:
+      if (!patch.is_array()) return InvalidArgumentError("JSON patch must be an array of operations");
+      content_type = "application/json-patch+json";
+      break;
+    case PatchType::kStrategicMerge: content_type = "application/strategic-merge-patch+json"; break;
+    case PatchType::kApply:
+      if (options.field_manager.empty()) {
+        return InvalidArgumentError("server-side apply needs PatchOptions.field_manager");
+      }
+      content_type = "application/apply-patch+yaml";  // JSON is valid YAML
+      if (options.force) q.Add("force", "true");
+      break;
+  }
+  q.Add("fieldManager", options.field_manager);
+  Json body = type == PatchType::kApply ? WithTypeMeta(resource, patch) : patch;
+  return Request("PATCH", resource.ObjectPath(ns, name, subresource) + q.str(), &body, content_type);
+}
+
+Status HttpClient::Delete(const ResourceRef& resource, std::string_view ns, std::string_view name,
+                          const DeleteOptions& options) {
+  NVL72_RETURN_IF_ERROR(CheckScope(resource, ns, false));
+  if (name.empty()) return InvalidArgumentError("Delete: empty name");
+  Json body = DeleteOptionsJson(options);
+  return Request("DELETE", resource.ObjectPath(ns, name), &body).status();
+}
+
+Status HttpClient::Bind(std::string_view ns, std::string_view pod, std::string_view pod_uid,
+                        std::string_view node) {
+  if (ns.empty() || pod.empty() || node.empty()) return InvalidArgumentError("Bind: empty ns/pod/node");
+  Json body = {{"apiVersion", "v1"},
+               {"kind", "Binding"},
+               {"metadata", {{"name", pod}, {"namespace", ns}}},
+               {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+  if (!pod_uid.empty()) body["metadata"]["uid"] = pod_uid;
+  return Request("POST", kPods.ObjectPath(ns, pod, "binding"), &body).status();
+}
+
+Status HttpClient::Evict(std::string_view ns, std::string_view pod, const DeleteOptions& options) {
+  if (ns.empty() || pod.empty()) return InvalidArgumentError("Evict: empty ns/pod");
+  Json body = {{"apiVersion", "policy/v1"},
+               {"kind", "Eviction"},
+               {"metadata", {{"name", pod}, {"namespace", ns}}},
+               {"deleteOptions", DeleteOptionsJson(options)}};
+  return Request("POST", kPods.ObjectPath(ns, pod, "eviction"), &body).status();
+}
+
+Status HttpClient::Watch(const ResourceRef& resource, std::string_view ns, const WatchOptions& options,
+                         const WatchHandler& handler, std::stop_token stop) {
+  NVL72_RETURN_IF_ERROR(CheckScope(resource, ns, true));
+  int timeout = options.timeout_seconds;
+  if (timeout <= 0) {
+    std::lock_guard<std::mutex> l(impl_->mu);
+    timeout = kDefaultWatchTimeoutSeconds +
+              std::uniform_int_distribution<int>(0, kWatchTimeoutJitterSeconds - 1)(impl_->rng);
+  }
+  Query q;
+  q.Add("watch", "1")
+      .Add("resourceVersion", options.resource_version)
+      .Add("allowWatchBookmarks", options.allow_bookmarks ? "true" : "")
+      .Add("timeoutSeconds", std::to_string(timeout))
+      .Add("labelSelector", options.label_selector)
+      .Add("fieldSelector", options.field_selector);
+  const std::string path = resource.CollectionPath(ns) + q.str();
+
+  // A dedicated connection: the stream occupies it; reads may be silent for up to `timeout`.
+  auto cli_or = impl_->NewConnection(std::chrono::seconds(timeout + 30));
+  if (!cli_or.ok()) return cli_or.status();
+  std::unique_ptr<httplib::ClientImpl> cli = std::move(cli_or).value();
+  httplib::Headers headers;
+  NVL72_RETURN_IF_ERROR(impl_->AddAuth(headers, false));
+
+  std::stop_callback cancel(stop, [&cli] { cli->stop(); });
+
+  int http_status = 0;
+  std::string error_body;
+  JsonStreamDecoder decoder;
+  Status stream_status;       // decoder error or an ERROR event
+  bool handler_stopped = false;
+
+  auto result = cli->Get(
+      path, headers,
+      [&](const httplib::Response& res) {
+        http_status = res.status;
+        return !stop.stop_requested();
+      },
+      [&](const char* data, size_t len) {
+        if (stop.stop_requested()) return false;
+        if (http_status != 200) {
+          if (error_body.size() < 64 * 1024) error_body.append(data, len);
+          return true;
+        }
+        Status s = decoder.Feed(std::string_view(data, len), [&](Json&& value) -> Status {
+          auto ev = ParseWatchEvent(std::move(value));
+          if (!ev.ok()) return ev.status();
+          if (!handler(std::move(ev).value())) {
+            handler_stopped = true;
+            return Status(StatusCode::kCancelled, "handler ended the watch");
+          }
+          return Status::Ok();
+        });
+        if (!s.ok()) {
+          if (!handler_stopped) stream_status = s;
+          return false;
+        }
+        return true;
+      });
+
+  if (handler_stopped) return Status::Ok();
+  if (!stream_status.ok()) return stream_status;
+  if (stop.stop_requested()) return Status(StatusCode::kCancelled, "watch stopped");
+  if (!result) {
+    return impl_->TransportFailure(cli.get(), result.error(), "watch " + resource.DisplayName());
+  }
+  if (http_status != 200) {
+    Status s = StatusFromHttp(http_status, error_body);
+    return Status(s.code(), s.message() + " (watch " + path + ")");
+  }
+  if (decoder.HasPartialValue()) {
+    return Status(StatusCode::kUnavailable, "watch stream of " + resource.DisplayName() +
+                                                " ended inside an event (connection cut)");
+  }
+  return Status::Ok();
+}
+
+}  // namespace nvl72::kube

@@ -1,0 +1,22 @@
+// ParseMiniYaml: the subset of YAML that kubeconfig files use, into JSON.
+//
+// Supported: block mappings and block sequences (including sequences at the same indentation as
+// their parent key, as kubectl writes them), plain / 'single' / "double"-quoted scalars, comments,
+// empty flow collections ({} and []), flow sequences of scalars ([a, b]), "---" document start, and
+// JSON documents (a JSON file is parsed as JSON). Scalars stay strings, except that
+// true/false/null are typed. Not supported (error): anchors, tags, block scalars (| >), multi-docs.
+// Internal to kube/ (config.cc); not a general YAML parser.
+// Thread-safety: pure function.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace nvl72::kube {
+
+StatusOr<nlohmann::json> ParseMiniYaml(const std::string& text);
+
+}  // namespace nvl72::kube
