@@ -34,7 +34,7 @@ ClusterStats ComputeStats(const Snapshot& s, int spares_per_domain, std::span<co
   int free_blocks_total = 0;
   for (size_t i = 0; i < out.domains.size(); ++i) {
     DomainStats& d = out.domains[i];
-    d.spare_nodes = std::min(d.empty_nodes, std::max(0, spares_per_domain));
+    d.spare_nodes = std::min(d.empty_nodes, HeldBackSpares(s, static_cast<DomainId>(i), spares_per_domain));
     d.largest_gang_nodes = d.empty_nodes - d.spare_nodes;
     free_blocks_total += d.largest_gang_nodes;
     out.largest_gang_nodes = std::max(out.largest_gang_nodes, d.largest_gang_nodes);

@@ -28,7 +28,7 @@ struct DomainStats {
   int gpus_used = 0;            // used on all nodes
   int gpus_free = 0;            // free on Schedulable nodes
   int empty_nodes = 0;          // Schedulable, empty, not gang-reserved
-  int spare_nodes = 0;          // min(empty_nodes, spares_per_domain)
+  int spare_nodes = 0;          // empty nodes held back as spares (HeldBackSpares)
   int gpus_spare = 0;           // GPUs on the spare nodes
   int largest_gang_nodes = 0;   // empty_nodes - spare_nodes: whole-node ranks a new gang may get
   int stranded_gpus = 0;        // free GPUs that no shape of the mix can use

@@ -18,14 +18,18 @@ bool Fits(const Node& n, int gpus) { return n.Schedulable() && n.FreeGpus() >= g
 // without copying the snapshot. Also remembers which nodes hold a rank of this gang already.
 class Scratch {
  public:
-  explicit Scratch(const Snapshot& s) : s_(s), taken_(s.nodes.size(), false) {}
+  Scratch(const Snapshot& s, int reserve) : s_(s), taken_(s.nodes.size(), false), reserve_(reserve) {}
+  int reserve() const { return reserve_; }
   bool Usable(NodeId id, int gpus) const { return !taken_[Idx(id)] && Fits(s_.nodes[Idx(id)], gpus); }
   void Take(NodeId id) { taken_[Idx(id)] = true; }
 
  private:
   const Snapshot& s_;
   std::vector<bool> taken_;
+  int reserve_;  // spare nodes per domain this placement must leave
 };
+
+int HeldBack(const Snapshot& s, DomainId dom, int reserve) { return HeldBackSpares(s, dom, reserve); }
 
 std::string Plural(int n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
@@ -103,7 +107,23 @@ class DomainBestFit : public PlacementPolicy {
 
   GangDecision PlaceGang(const Snapshot& s, const GangRequest& r) const override {
     if (auto err = ValidateGangRequest(r); !err.empty()) return {false, {}, "invalid request: " + err};
-    Scratch scratch(s);
+    GangDecision d = PlaceWithReserve(s, r, spares_);
+    // A preemptible gang may borrow the reserve: recovery evicts it when it needs the nodes back.
+    if (!d.placed && r.preemptible && spares_ > 0) {
+      GangDecision borrowed = PlaceWithReserve(s, r, 0);
+      if (borrowed.placed) {
+        borrowed.reason = "borrows spare nodes (preemptible)";
+        return borrowed;
+      }
+    }
+    return d;
+  }
+
+  int SparesPerDomain() const override { return spares_; }
+
+ private:
+  GangDecision PlaceWithReserve(const Snapshot& s, const GangRequest& r, int reserve) const {
+    Scratch scratch(s, reserve);
     GangDecision d;
     d.placement.rank_nodes.reserve(static_cast<size_t>(r.replicas));
     const int seg = r.EffectiveSegmentSize();
@@ -112,7 +132,7 @@ class DomainBestFit : public PlacementPolicy {
       std::vector<NodeId> picked;
       if (!PlaceSegment(s, r, want, scratch, picked)) {
         if (r.mode == TopologyMode::kRequired || !PlaceSpanning(s, r, want, scratch, picked)) {
-          d.reason = WaitReason(s, r, want);
+          d.reason = WaitReason(s, r, want, reserve);
           d.placement.rank_nodes.clear();
           return d;
         }
@@ -123,9 +143,6 @@ class DomainBestFit : public PlacementPolicy {
     return d;
   }
 
-  int SparesPerDomain() const override { return spares_; }
-
- private:
   // Ranks of `gpus` GPUs domain `dom` can still take for this gang: nodes with room that are not
   // empty, plus empty nodes beyond the spare reserve. Nodes this gang already took are not Usable,
   // so the reserve always applies to what remains.
@@ -140,7 +157,7 @@ class DomainBestFit : public PlacementPolicy {
         ++partial;
       }
     }
-    return partial + std::max(0, empty - spares_);
+    return partial + std::max(0, empty - HeldBack(s, dom, scratch.reserve()));
   }
 
   // Best fit: the domain whose capacity exceeds the segment by the least (leaves the least stranded
@@ -175,7 +192,8 @@ class DomainBestFit : public PlacementPolicy {
     std::stable_sort(partial.begin(), partial.end(), [&](NodeId a, NodeId b) {
       return s.nodes[Idx(a)].FreeGpus() < s.nodes[Idx(b)].FreeGpus();
     });
-    const int usable_empty = std::max(0, static_cast<int>(empty.size()) - spares_);
+    const int usable_empty =
+        std::max(0, static_cast<int>(empty.size()) - HeldBack(s, dom, scratch.reserve()));
     int taken = 0;
     for (NodeId id : partial) {
       if (taken == want) break;
@@ -212,8 +230,8 @@ class DomainBestFit : public PlacementPolicy {
     return left == 0;
   }
 
-  std::string WaitReason(const Snapshot& s, const GangRequest& r, int want) const {
-    Scratch fresh(s);
+  std::string WaitReason(const Snapshot& s, const GangRequest& r, int want, int reserve) const {
+    Scratch fresh(s, reserve);
     int best = 0, total = 0;
     DomainId best_dom = kNoDomain;
     for (DomainId dom = 0; dom < static_cast<DomainId>(s.domains.size()); ++dom) {
@@ -231,7 +249,7 @@ class DomainBestFit : public PlacementPolicy {
     } else {
       out += "; largest free block is " + Plural(best, "node") + " in " + s.domains[Idx(best_dom)].name;
     }
-    if (spares_ > 0) out += " (" + std::to_string(spares_) + " spare nodes per domain held back)";
+    if (reserve > 0) out += " (" + std::to_string(reserve) + " spare nodes per domain held back)";
     if (r.mode != TopologyMode::kRequired && total < want) {
       out += "; only " + Plural(total, "node") + " free in the cluster";
     }
@@ -339,10 +357,12 @@ RecoveryDecision PlacementPolicy::SelectReplacements(const Snapshot& s, const Ga
                                                      std::span<const int> failed_ranks) const {
   RecoveryDecision out;
   out.replacement.assign(failed_ranks.size(), kNoNode);
+  out.evict.assign(failed_ranks.size(), false);
   std::vector<bool> used(s.nodes.size(), false);
   for (NodeId id : current.rank_nodes) {
     if (id != kNoNode) used[Idx(id)] = true;
   }
+  const int gpus = r.gpus_per_replica;
   out.recovered = true;
   for (size_t i = 0; i < failed_ranks.size(); ++i) {
     const int rank = failed_ranks[i];
@@ -353,22 +373,34 @@ RecoveryDecision PlacementPolicy::SelectReplacements(const Snapshot& s, const Ga
     }
     const DomainId dom = s.nodes[Idx(current.rank_nodes[Idx(rank)])].domain;
     const auto& members = s.domains[Idx(dom)].nodes;
+    auto candidate = [&](NodeId id) { return !used[Idx(id)] && s.nodes[Idx(id)].Schedulable(); };
     NodeId pick = kNoNode;
-    // Spares first: the reserve designates the LAST empty nodes of a domain, so walk backwards.
+    // 1. Spares: the reserve designates the LAST empty nodes of a domain, so walk backwards.
     for (auto it = members.rbegin(); it != members.rend() && pick == kNoNode; ++it) {
       const Node& n = s.nodes[Idx(*it)];
-      if (!used[Idx(*it)] && n.Empty() && !n.gang_reserved && Fits(n, r.gpus_per_replica)) pick = *it;
+      if (candidate(*it) && n.Empty() && !n.gang_reserved && n.FreeGpus() >= gpus) pick = *it;
     }
-    // Then the partly used node with the tightest fit.
+    // 2. A partly used node that fits, tightest first: no eviction needed.
     for (NodeId id : members) {
       if (pick != kNoNode && s.nodes[Idx(pick)].Empty()) break;
       const Node& n = s.nodes[Idx(id)];
-      if (used[Idx(id)] || !Fits(n, r.gpus_per_replica) || n.gang_reserved) continue;
+      if (!candidate(id) || n.gang_reserved || n.FreeGpus() < gpus) continue;
       if (pick == kNoNode || n.FreeGpus() < s.nodes[Idx(pick)].FreeGpus()) pick = id;
+    }
+    // 3. A node lent to preemptible work: evict it, the fewest reclaimable GPUs first.
+    if (pick == kNoNode) {
+      for (auto it = members.rbegin(); it != members.rend(); ++it) {
+        const Node& n = s.nodes[Idx(*it)];
+        if (!candidate(*it) || n.gpu_reclaimable <= 0) continue;
+        const int free_after = n.gpu_capacity - std::max(0, n.gpu_used - n.gpu_reclaimable);
+        if (free_after < gpus) continue;
+        if (pick == kNoNode || n.gpu_reclaimable < s.nodes[Idx(pick)].gpu_reclaimable) pick = *it;
+      }
+      if (pick != kNoNode) out.evict[i] = true;
     }
     if (pick == kNoNode) {
       out.recovered = false;
-      out.reason = "no healthy node with " + std::to_string(r.gpus_per_replica) + " free GPUs left in " +
+      out.reason = "no healthy node with " + std::to_string(gpus) + " free GPUs left in " +
                    s.domains[Idx(dom)].name + " for rank " + std::to_string(rank);
       continue;
     }
@@ -423,11 +455,22 @@ std::vector<int> NormalizeScores(std::span<const int64_t> raw) {
   return out;
 }
 
+int HeldBackSpares(const Snapshot& s, DomainId dom, int reserve) {
+  if (reserve <= 0) return 0;
+  int reclaimable = 0;
+  for (NodeId id : s.domains[Idx(dom)].nodes) {
+    const Node& n = s.nodes[Idx(id)];
+    if (n.Schedulable() && n.Reclaimable()) ++reclaimable;
+  }
+  return std::max(0, reserve - reclaimable);
+}
+
 std::vector<bool> DesignatedSpares(const Snapshot& s, int spares_per_domain) {
   std::vector<bool> spare(s.nodes.size(), false);
   if (spares_per_domain <= 0) return spare;
-  for (const Domain& dom : s.domains) {
-    int left = spares_per_domain;
+  for (DomainId d = 0; d < static_cast<DomainId>(s.domains.size()); ++d) {
+    const Domain& dom = s.domains[Idx(d)];
+    int left = HeldBackSpares(s, d, spares_per_domain);
     for (auto it = dom.nodes.rbegin(); it != dom.nodes.rend() && left > 0; ++it) {
       const Node& n = s.nodes[Idx(*it)];
       if (n.Schedulable() && n.Empty() && !n.gang_reserved) {

@@ -66,6 +66,9 @@ struct GangDecision {
 struct RecoveryDecision {
   bool recovered = false;                // every failed rank has a replacement in its domain
   std::vector<NodeId> replacement;       // parallel to the failed ranks asked for; kNoNode if none
+  // Parallel to `replacement`: true when the caller must first evict the reclaimable (preemptible)
+  // work on that node.
+  std::vector<bool> evict;
   std::string reason;
 };
 
@@ -79,7 +82,8 @@ class PlacementPolicy {
   virtual std::string_view Name() const = 0;
 
   // All-or-nothing placement of a gang. Ranks only go to Schedulable nodes with enough free GPUs,
-  // one rank per node.
+  // one rank per node. A preemptible gang that does not fit otherwise may borrow the spare reserve
+  // (the caller should then mark its GPUs reclaimable).
   virtual GangDecision PlaceGang(const Snapshot& snapshot, const GangRequest& request) const = 0;
 
   // Raw scores for putting one pod of `gpus` GPUs on each of `nodes`; a negative score means the pod
@@ -96,9 +100,10 @@ class PlacementPolicy {
   virtual int SparesPerDomain() const { return 0; }
 
   // For each failed rank, a Schedulable node of the SAME domain as the node the rank ran on that has
-  // `request.gpus_per_replica` free GPUs and holds no other rank of this gang; spares (empty nodes)
-  // first. `failed_ranks` index into `current.rank_nodes`. The snapshot should already count the
-  // failed nodes as not ready.
+  // `request.gpus_per_replica` free GPUs and holds no other rank of this gang: spares (empty nodes,
+  // the designated ones first), then partly used nodes, then nodes whose preemptible work must be
+  // evicted (`evict`). `failed_ranks` index into `current.rank_nodes`. The snapshot should already
+  // count the failed nodes as not ready.
   RecoveryDecision SelectReplacements(const Snapshot& snapshot, const GangRequest& request,
                                       const GangPlacement& current,
                                       std::span<const int> failed_ranks) const;
@@ -117,7 +122,11 @@ std::vector<std::string> PolicyNames();
 // between the lowest and the highest feasible score (all equal -> 10).
 std::vector<int> NormalizeScores(std::span<const int64_t> raw);
 
-// The nodes the spare reserve designates in each domain: the last `spares_per_domain` Schedulable,
+// Empty nodes domain `dom` holds back from new gangs: the reserve minus the nodes that recovery could
+// reclaim by evicting preemptible work (Node::Reclaimable), never below 0.
+int HeldBackSpares(const Snapshot& snapshot, DomainId dom, int spares_per_domain);
+
+// The nodes the spare reserve designates in each domain: the last HeldBackSpares() Schedulable,
 // empty, unreserved nodes of the domain in domain order. Used by the extender to keep ordinary pods
 // off them. Result is indexed by NodeId.
 std::vector<bool> DesignatedSpares(const Snapshot& snapshot, int spares_per_domain);

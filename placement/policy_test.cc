@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "placement/topology_for_test.h"
@@ -176,6 +177,46 @@ TEST(RecoveryTest, PartlyUsedNodeWhenNoSpare) {
   RecoveryDecision r = p->SelectReplacements(s, Gang(2, TopologyMode::kRequired, 0, 1), current, failed);
   ASSERT_TRUE(r.recovered) << r.reason;
   EXPECT_EQ(r.replacement[0], 3) << "tightest fit: 1 free GPU on n3";
+}
+
+TEST(SpareLendingTest, PreemptibleGangBorrowsTheReserve) {
+  Snapshot s = ParseTopology(std::string("a: ") + kEighteen);
+  auto p = MakePolicy("nvl72", {2});
+  GangRequest r = Gang(17);
+  EXPECT_FALSE(p->PlaceGang(s, r).placed);
+  r.preemptible = true;
+  GangDecision d = p->PlaceGang(s, r);
+  ASSERT_TRUE(d.placed) << d.reason;
+  EXPECT_NE(d.reason.find("borrows"), std::string::npos);
+}
+
+TEST(SpareLendingTest, ReclaimableNodesCountTowardTheReserve) {
+  auto p = MakePolicy("nvl72", {2});
+  // Four empty nodes and two nodes lent to preemptible work: nothing more needs holding back.
+  EXPECT_TRUE(p->PlaceGang(ParseTopology("a: . . . . P P"), Gang(4)).placed);
+  EXPECT_FALSE(p->PlaceGang(ParseTopology("a: . . . . 4 4"), Gang(4)).placed);
+  EXPECT_EQ(HeldBackSpares(ParseTopology("a: . . . . P 4"), 0, 2), 1);
+  const auto spare = DesignatedSpares(ParseTopology("a: . . . . P 4"), 2);
+  EXPECT_EQ(std::count(spare.begin(), spare.end(), true), 1);
+  EXPECT_TRUE(spare[3]);
+}
+
+TEST(RecoveryTest, EvictsLentNodeWhenNoSpareIsFree) {
+  Snapshot s = ParseTopology("a: 4 4 P 2");
+  auto p = MakePolicy("nvl72", {2});
+  GangPlacement current{{0, 1}};
+  s.nodes[0].ready = false;
+  const int failed[] = {0};
+  RecoveryDecision r = p->SelectReplacements(s, Gang(2), current, failed);
+  ASSERT_TRUE(r.recovered) << r.reason;
+  EXPECT_EQ(r.replacement[0], 2);
+  EXPECT_TRUE(r.evict[0]);
+  // A free node needs no eviction and is preferred.
+  Snapshot free_node = ParseTopology("a: 4 4 P .");
+  free_node.nodes[0].ready = false;
+  RecoveryDecision r2 = p->SelectReplacements(free_node, Gang(2), current, failed);
+  EXPECT_EQ(r2.replacement[0], 3);
+  EXPECT_FALSE(r2.evict[0]);
 }
 
 TEST(PodScoreTest, Nvl72PacksIntoFragmentedDomainAndAvoidsSpares) {

@@ -29,12 +29,17 @@ struct Node {
   bool tainted = false;  // a NoSchedule / NoExecute taint that GPU work does not tolerate
   // True when an admitted gang holds (part of) this node. Single pods are kept off such nodes.
   bool gang_reserved = false;
+  // GPUs of gpu_used held by work the caller lets recovery evict (preemptible pods and gangs).
+  // A node whose whole use is reclaimable counts toward its domain's spare reserve.
+  int gpu_reclaimable = 0;
 
   // REQUIRES: nothing. A node that may take new work.
   bool Schedulable() const { return ready && !cordoned && !tainted; }
   int FreeGpus() const { return gpu_capacity > gpu_used ? gpu_capacity - gpu_used : 0; }
   // Whole node free: the unit a whole-node gang rank and a spare need.
   bool Empty() const { return gpu_used == 0 && gpu_capacity > 0; }
+  // In use, but only by work that recovery may evict: the node can serve as a spare.
+  bool Reclaimable() const { return gpu_used > 0 && gpu_reclaimable >= gpu_used; }
 };
 
 struct Domain {

@@ -31,6 +31,9 @@ Snapshot ParseTopology(std::string_view drawing, int gpus_per_node) {
         n.cordoned = true;
       } else if (c == 'T') {
         n.tainted = true;
+      } else if (c == 'P') {
+        n.gpu_used = gpus_per_node;
+        n.gpu_reclaimable = gpus_per_node;
       } else if (c == 'R') {
         n.gang_reserved = true;
         n.gpu_used = gpus_per_node;
