@@ -6,7 +6,7 @@
 # Usage: bench/sim_report.sh [--no-write]
 # Environment: NVL72_SIM (binary; default build/sim/sim/nvl72-sim, built if missing), SEEDS
 # (default "1 2 3 4 5"), MTBFS (default "0 12669 3000 1000"), SPARES (default "0 1 2 3"),
-# LOADS (default "1 1.5 2").
+# LOADS (default "1 1.5 2"), LEND_GPUS (default 4), LEND_MTBFS (default "12669 1000").
 # Needs only bash, awk and the simulator (no jq / python).
 set -euo pipefail
 
@@ -19,6 +19,9 @@ SEEDS=${SEEDS:-"1 2 3 4 5"}
 MTBFS=${MTBFS:-"0 12669 3000 1000"}
 SPARES=${SPARES:-"0 1 2 3"}
 LOADS=${LOADS:-"1 1.5 2"}
+# Second sweep: jobs of <= LEND_GPUS GPUs preemptible (nvl72 may lend them its spares).
+LEND_GPUS=${LEND_GPUS:-4}
+LEND_MTBFS=${LEND_MTBFS:-"12669 1000"}
 WRITE=1
 [[ "${1:-}" == "--no-write" ]] && WRITE=0
 
@@ -99,37 +102,44 @@ load_tables() {
 }
 
 # ---- sweep: MTBF x spares ----------------------------------------------------------------------
-for mtbf in $MTBFS; do
-  for spares in $SPARES; do
-    for seed in $SEEDS; do
-      "$SIM" --trace "$TRACE" --racks 8 --mtbf-hours "$mtbf" --spares "$spares" --seed "$seed" \
-        --policies nvl72,domain-best-fit,spread --json >"$TMP/sweep_${mtbf}_${spares}_${seed}.json"
+run_sweep() {  # run_sweep PREEMPTIBLE_MAX_GPUS MTBFS
+  local pm=$1 mtbf spares seed
+  for mtbf in $2; do
+    for spares in $SPARES; do
+      for seed in $SEEDS; do
+        "$SIM" --trace "$TRACE" --racks 8 --mtbf-hours "$mtbf" --spares "$spares" --seed "$seed" \
+          --preemptible-max-gpus "$pm" --policies nvl72,domain-best-fit,spread --json \
+          >"$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json"
+      done
     done
   done
-done
+}
+run_sweep 0 "$MTBFS"
+run_sweep "$LEND_GPUS" "$LEND_MTBFS"
 
-sweep_table() {
-  local mtbf spares seed
+sweep_table() {  # sweep_table PREEMPTIBLE_MAX_GPUS MTBFS
+  local pm=$1 mtbfs=$2 mtbf spares seed
   echo
-  echo "| node MTBF h | spares | nvl72 usable | domain-best-fit usable | spread usable | nvl72 / domain-best-fit (min-max over seeds) | nvl72 / spread | nvl72 wait mean h | domain-best-fit wait mean h | gang failures (nvl72) | in-place (nvl72) |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|"
-  for mtbf in $MTBFS; do
+  echo "| node MTBF h | spares | nvl72 usable | domain-best-fit usable | spread usable | nvl72 / domain-best-fit (min-max over seeds) | nvl72 / spread | nvl72 wait mean h | domain-best-fit wait mean h | gang failures (nvl72) | in-place (nvl72) | preemptions (nvl72) |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+  for mtbf in $mtbfs; do
     for spares in $SPARES; do
-      local n d s r nw dw gf ip
-      n=$(for seed in $SEEDS; do metric "$TMP/sweep_${mtbf}_${spares}_${seed}.json" nvl72 usable_capacity; done | mean)
-      d=$(for seed in $SEEDS; do metric "$TMP/sweep_${mtbf}_${spares}_${seed}.json" domain-best-fit usable_capacity; done | mean)
-      s=$(for seed in $SEEDS; do metric "$TMP/sweep_${mtbf}_${spares}_${seed}.json" spread usable_capacity; done | mean)
+      local n d s r nw dw gf ip pr
+      n=$(for seed in $SEEDS; do metric "$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json" nvl72 usable_capacity; done | mean)
+      d=$(for seed in $SEEDS; do metric "$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json" domain-best-fit usable_capacity; done | mean)
+      s=$(for seed in $SEEDS; do metric "$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json" spread usable_capacity; done | mean)
       r=$(for seed in $SEEDS; do
-        f="$TMP/sweep_${mtbf}_${spares}_${seed}.json"
+        f="$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json"
         awk -v a="$(metric "$f" nvl72 usable_capacity)" -v b="$(metric "$f" domain-best-fit usable_capacity)" 'BEGIN { print a / b }'
       done | minmax)
-      nw=$(for seed in $SEEDS; do metric "$TMP/sweep_${mtbf}_${spares}_${seed}.json" nvl72 wait_mean_s; done | mean)
-      dw=$(for seed in $SEEDS; do metric "$TMP/sweep_${mtbf}_${spares}_${seed}.json" domain-best-fit wait_mean_s; done | mean)
-      gf=$(for seed in $SEEDS; do metric "$TMP/sweep_${mtbf}_${spares}_${seed}.json" nvl72 gang_failures; done | mean)
-      ip=$(for seed in $SEEDS; do metric "$TMP/sweep_${mtbf}_${spares}_${seed}.json" nvl72 in_place_recovery_ratio; done | mean)
+      nw=$(for seed in $SEEDS; do metric "$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json" nvl72 wait_mean_s; done | mean)
+      dw=$(for seed in $SEEDS; do metric "$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json" domain-best-fit wait_mean_s; done | mean)
+      gf=$(for seed in $SEEDS; do metric "$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json" nvl72 gang_failures; done | mean)
+      ip=$(for seed in $SEEDS; do metric "$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json" nvl72 in_place_recovery_ratio; done | mean)
+      pr=$(for seed in $SEEDS; do metric "$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json" nvl72 preemptions; done | mean)
       local label=$mtbf
       [[ "$mtbf" == 0 ]] && label="none"
-      echo "| $label | $spares | $(fmt "$n") | $(fmt "$d") | $(fmt "$s") | $(ratio "$n" "$d") ($r) | $(ratio "$n" "$s") | $(fmt "$(awk -v x="$nw" 'BEGIN{print x/3600}')" 2) | $(fmt "$(awk -v x="$dw" 'BEGIN{print x/3600}')" 2) | $(fmt "$gf" 1) | $(fmt "$ip" 2) |"
+      echo "| $label | $spares | $(fmt "$n") | $(fmt "$d") | $(fmt "$s") | $(ratio "$n" "$d") ($r) | $(ratio "$n" "$s") | $(fmt "$(awk -v x="$nw" 'BEGIN{print x/3600}')" 2) | $(fmt "$(awk -v x="$dw" 'BEGIN{print x/3600}')" 2) | $(fmt "$gf" 1) | $(fmt "$ip" 2) | $(fmt "$pr" 1) |"
     done
   done
 }
@@ -149,7 +159,15 @@ sweep_table() {
   echo
   echo "domain-best-fit and spread do not keep spares; their columns change with the spare setting only"
   echo "through gang segmentation: at spares 3 the 16-node (64-GPU) jobs exceed 18 - 3 = 15 nodes and are split into two 8-node segments for every policy."
-  sweep_table
+  sweep_table 0 "$MTBFS"
+  echo
+  echo "### Sweep with the reserve lent to preemptible work (--preemptible-max-gpus $LEND_GPUS, load x1)"
+  echo
+  echo "Jobs of at most $LEND_GPUS GPUs are marked preemptible: nodes they hold count toward nvl72's"
+  echo "spare reserve and recovery may evict them (they lose the work since their checkpoint and are"
+  echo "requeued). The trace does not say which jobs are preemptible; this is the DESIGN.md option of"
+  echo "lending the reserve, not the default."
+  sweep_table "$LEND_GPUS" "$LEND_MTBFS"
   echo
   echo "Replay time (cluster04, 8 racks, all four policies, one process): ${REPLAY_S} s (best of 3)."
   echo

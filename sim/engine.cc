@@ -41,6 +41,7 @@ struct EventAfter {
 
 struct Shape {
   bool gang = false;
+  bool preemptible = false;
   int ranks = 1;          // gang ranks (whole nodes); 1 for a pod
   int gpus_per_node = 0;  // GPUs held on each node
   GangRequest request;    // gangs only
@@ -84,6 +85,7 @@ class Run {
   void CloseSegment(Job& job, bool interrupted);
   void Occupy(int job_index, NodeId node);
   void ReleaseNode(int job_index, NodeId node);
+  void Evict(NodeId node);  // requeues the preemptible jobs on `node`
   void Requeue(int job_index);
   void RefreshWaitingState();
   void Push(EventType type, double time, int subject, int epoch = 0);
@@ -147,8 +149,10 @@ void Run::BuildJobs() {
     shape.gang = t.gpus > c.gpus_per_node;
     shape.ranks = shape.gang ? (t.gpus + c.gpus_per_node - 1) / c.gpus_per_node : 1;
     shape.gpus_per_node = shape.gang ? c.gpus_per_node : t.gpus;
+    shape.preemptible = t.gpus <= options_.preemptible_max_gpus;
     auto it = std::find_if(shapes_.begin(), shapes_.end(), [&](const Shape& s) {
-      return s.gang == shape.gang && s.ranks == shape.ranks && s.gpus_per_node == shape.gpus_per_node;
+      return s.gang == shape.gang && s.ranks == shape.ranks &&
+             s.gpus_per_node == shape.gpus_per_node && s.preemptible == shape.preemptible;
     });
     if (it == shapes_.end()) {
       if (shape.gang) {
@@ -158,6 +162,7 @@ void Run::BuildJobs() {
         shape.request.gpus_per_replica = shape.gpus_per_node;
         shape.request.mode = placement::TopologyMode::kRequired;
         shape.request.segment_size = SegmentSizeFor(shape.ranks, c, options_.spares);
+        shape.request.preemptible = shape.preemptible;
       }
       shapes_.push_back(shape);
       it = shapes_.end() - 1;
@@ -192,6 +197,7 @@ void Run::Occupy(int job_index, NodeId node) {
   const Shape& shape = shapes_[static_cast<size_t>(jobs_[static_cast<size_t>(job_index)].shape)];
   placement::Node& n = snapshot_.nodes[static_cast<size_t>(node)];
   n.gpu_used += shape.gpus_per_node;
+  if (shape.preemptible) n.gpu_reclaimable += shape.gpus_per_node;
   if (shape.gang) n.gang_reserved = true;
   node_jobs_[static_cast<size_t>(node)].push_back(job_index);
   stats_dirty_ = true;
@@ -201,6 +207,7 @@ void Run::ReleaseNode(int job_index, NodeId node) {
   const Shape& shape = shapes_[static_cast<size_t>(jobs_[static_cast<size_t>(job_index)].shape)];
   placement::Node& n = snapshot_.nodes[static_cast<size_t>(node)];
   n.gpu_used -= shape.gpus_per_node;
+  if (shape.preemptible) n.gpu_reclaimable -= shape.gpus_per_node;
   if (shape.gang) n.gang_reserved = false;
   auto& on_node = node_jobs_[static_cast<size_t>(node)];
   on_node.erase(std::find(on_node.begin(), on_node.end(), job_index));
@@ -340,6 +347,7 @@ Status Run::HandleFailure(int node) {
   for (int job_index : hit) {
     Job& job = jobs_[static_cast<size_t>(job_index)];
     const Shape& shape = shapes_[static_cast<size_t>(job.shape)];
+    if (job.state != JobState::kRunning) continue;  // already evicted for an earlier recovery
     ++metrics_.job_interruptions;
     CloseSegment(job, /*interrupted=*/true);
     if (shape.gang) {
@@ -358,6 +366,7 @@ Status Run::HandleFailure(int node) {
           }
           for (size_t k = 0; k < failed_ranks.size(); ++k) {
             const NodeId replacement = recovery.replacement[k];
+            if (k < recovery.evict.size() && recovery.evict[k]) Evict(replacement);
             NVL72_RETURN_IF_ERROR(CheckNode(replacement, shape.gpus_per_node, "SelectReplacements"));
             if (snapshot_.nodes[static_cast<size_t>(replacement)].domain != n.domain) {
               return InternalError(std::string(policy_.Name()) +
@@ -376,6 +385,18 @@ Status Run::HandleFailure(int node) {
     Requeue(job_index);
   }
   return Status::Ok();
+}
+
+void Run::Evict(NodeId node) {
+  if (node < 0 || static_cast<size_t>(node) >= snapshot_.nodes.size()) return;  // CheckNode reports
+  const std::vector<int> on_node = node_jobs_[static_cast<size_t>(node)];
+  for (int job_index : on_node) {
+    Job& job = jobs_[static_cast<size_t>(job_index)];
+    if (!shapes_[static_cast<size_t>(job.shape)].preemptible) continue;
+    ++metrics_.preemptions;
+    CloseSegment(job, /*interrupted=*/true);
+    Requeue(job_index);
+  }
 }
 
 void Run::HandleRepair(int node) {

@@ -12,6 +12,7 @@
 // - Node failures come from a FailureTimeline shared (by seed) by every policy. A job hit loses the
 //   work since its last checkpoint; every restart costs restart_minutes. Policies with
 //   RecoversInPlace() get SelectReplacements(); otherwise (or on failure) the job is requeued.
+//   A replacement that needs an eviction requeues the preemptible jobs on that node first.
 // Thread-safety: Simulate() is a pure function of its arguments; concurrent calls are safe when
 // the policies are (they are const).
 #pragma once
@@ -42,6 +43,10 @@ struct SimOptions {
   double checkpoint_minutes = 30;
   double restart_minutes = 10;
   int spares = 2;                    // PolicyOptions::spares_per_domain; also bounds segment size
+  // Jobs of at most this many GPUs are preemptible: their GPUs are marked Node::gpu_reclaimable, a
+  // policy may count their nodes toward its spare reserve and evict them to recover a gang
+  // (RecoveryDecision::evict). 0: no job is preemptible (the trace says nothing about it).
+  int preemptible_max_gpus = 0;
   uint64_t seed = 1;
 };
 

@@ -174,6 +174,30 @@ TEST(Simulate, PodOnFailedNodeIsRequeuedInArrivalOrder) {
   EXPECT_DOUBLE_EQ(m.wait_p99_s, 20);
 }
 
+// 1 rack x 3 nodes, 1 spare, pods of <= 4 GPUs preemptible. G: gang 8 GPUs on n0 + n1; P: pod
+// 4 GPUs, 5000 s, arrives at t=1 and can only go to the spare n2 (lent to preemptible work). n0
+// fails at t=100: nvl72 evicts P from n2 and recovers G there in place; G ends at 1640, P restarts
+// then with 5000 - 60 s left: ends at 1640 + 600 + 4940 = 7180.
+// Without preemptible work n2 cannot be reclaimed: G is requeued instead.
+TEST(Simulate, RecoveryEvictsPreemptibleWorkFromALentSpare) {
+  const Trace trace = MakeTrace("G,0,1000,8\nP,1,5000,4\n");
+  SimOptions options = Options(1, 3, /*spares=*/1);
+  options.preemptible_max_gpus = 4;
+  ScriptedFailures failures({{0, {NodeOutage{100, 5000}}}});
+  PolicyMetrics m = RunPolicy(trace, "nvl72", options, &failures);
+  EXPECT_EQ(m.gang_recovered_in_place, 1);
+  EXPECT_EQ(m.preemptions, 1);
+  EXPECT_EQ(m.requeues, 1);
+  EXPECT_NEAR(m.makespan_s, 7180, 1e-9);
+
+  options.preemptible_max_gpus = 0;
+  ScriptedFailures again({{0, {NodeOutage{100, 5000}}}});
+  PolicyMetrics no_lending = RunPolicy(trace, "nvl72", options, &again);
+  EXPECT_EQ(no_lending.gang_recovered_in_place, 0);
+  EXPECT_EQ(no_lending.preemptions, 0);
+  EXPECT_EQ(no_lending.requeues, 1);
+}
+
 TEST(Simulate, GangThatNeverFitsIsReportedNotLooped) {
   // nvl72 holds back both nodes of the only rack as spares: an 8-GPU gang can never start.
   const Trace trace = MakeTrace("G,0,10,8\nP,5,10,1\n");

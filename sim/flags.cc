@@ -139,6 +139,18 @@ std::vector<Flag> MakeFlags(SimConfig& c) {
                      o.cross_domain_speed = x;
                      return Status::Ok();
                    }});
+  flags.push_back({"preemptible-max-gpus", "N",
+                   "Jobs of at most N GPUs are preemptible: a policy may lend them its spare nodes "
+                   "and evict them to recover a gang. Default " +
+                       std::to_string(d.preemptible_max_gpus) + " (none; the trace does not say).",
+                   [&o](std::string_view v) {
+                     int x = 0;
+                     if (!ParseInt(v, x) || x < 0) {
+                       return BadValue("preemptible-max-gpus", v, "an integer >= 0");
+                     }
+                     o.preemptible_max_gpus = x;
+                     return Status::Ok();
+                   }});
   flags.push_back({"max-jobs", "N", "Replay only the first N jobs in arrival order. Default: all.",
                    positive_int("max-jobs", c.max_jobs)});
   flags.push_back({"json", "", "Print one JSON object instead of the table.", [&c](std::string_view) {

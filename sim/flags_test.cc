@@ -59,6 +59,7 @@ TEST(ParseFlags, BadValuesNameTheFlag) {
       {{"--trace", "t", "--cross-domain-speed", "1.5"}, "--cross-domain-speed"},
       {{"--trace", "t", "--cross-domain-speed", "0"}, "--cross-domain-speed"},
       {{"--trace", "t", "--seed", "-3"}, "--seed"},
+      {{"--trace", "t", "--preemptible-max-gpus", "-1"}, "--preemptible-max-gpus"},
       {{"--trace", "t", "--policies", "a,,b"}, "--policies"},
       {{"--trace", "t", "--racks"}, "--racks needs a value"},
       {{"--trace", "t", "--json=1"}, "--json takes no value"},
@@ -79,7 +80,8 @@ TEST(HelpText, DocumentsEveryFlagWithItsDefault) {
   for (const char* flag :
        {"--trace", "--racks", "--nodes-per-rack", "--gpus-per-node", "--policies", "--spares",
         "--load", "--seed", "--mtbf-hours", "--repair-hours", "--checkpoint-minutes",
-        "--restart-minutes", "--cross-domain-speed", "--max-jobs", "--json", "--help"}) {
+        "--restart-minutes", "--cross-domain-speed", "--preemptible-max-gpus", "--max-jobs",
+        "--json", "--help"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
   EXPECT_NE(help.find("Default 0.57"), std::string::npos);

@@ -36,6 +36,7 @@ struct PolicyMetrics {
   int64_t gang_failures = 0;
   int64_t gang_recovered_in_place = 0;
   int64_t requeues = 0;                // jobs stopped and put back into the queue
+  int64_t preemptions = 0;             // preemptible jobs evicted to make room for a recovery
 
   // The integrals behind the ratios, in GPU-hours / hours.
   double waiting_hours = 0;            // time with at least one job waiting

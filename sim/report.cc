@@ -28,6 +28,7 @@ nlohmann::json MetricsToJson(const PolicyMetrics& m) {
       {"gang_failures", m.gang_failures},
       {"gang_recovered_in_place", m.gang_recovered_in_place},
       {"requeues", m.requeues},
+      {"preemptions", m.preemptions},
       {"waiting_hours", m.waiting_hours},
       {"healthy_gpu_hours_waiting", m.healthy_gpu_hours_waiting},
       {"useful_gpu_hours_waiting", m.useful_gpu_hours_waiting},
@@ -76,6 +77,7 @@ nlohmann::json ReportToJson(const RunReport& report) {
       {"checkpoint_minutes", o.checkpoint_minutes},
       {"restart_minutes", o.restart_minutes},
       {"cross_domain_speed", o.cross_domain_speed},
+      {"preemptible_max_gpus", o.preemptible_max_gpus},
   };
   return nlohmann::json{{"policies", policies}, {"config", config}};
 }
