@@ -1,0 +1,163 @@
+#include "cli/views.h"
+
+#include <gtest/gtest.h>
+
+#include "cli/test_objects.h"
+#include "placement/topology_for_test.h"
+
+namespace nvl72::cli {
+namespace {
+
+using testing::Fixture;
+
+ClusterView FixtureView(int spares = 2) {
+  Fixture f;
+  ViewOptions o;
+  o.spares_per_domain = spares;
+  return BuildView(f.nodes, f.pods, f.jobs, o);
+}
+
+TEST(NodeGlyphTest, OneCharacterPerNodeState) {
+  placement::Snapshot s = placement::ParseTopology("d: . 2 R X C T .");
+  std::string row;
+  for (const auto& n : s.nodes) row += NodeGlyph(n, false);
+  EXPECT_EQ(row, ".+#XXX.");
+  EXPECT_EQ(NodeGlyph(s.nodes[0], true), 's');
+  // A failed node is shown failed even if a gang or the spare reserve would claim it.
+  EXPECT_EQ(NodeGlyph(s.nodes[3], true), 'X');
+}
+
+TEST(ShortDomainNamesTest, DropsTheSharedClusterUuid) {
+  placement::Snapshot s;
+  s.AddDomain("6f1c-uuid.0", 1, 4);
+  s.AddDomain("6f1c-uuid.1", 1, 4);
+  std::string prefix;
+  EXPECT_EQ(ShortDomainNames(s, &prefix), (std::vector<std::string>{"0", "1"}));
+  EXPECT_EQ(prefix, "6f1c-uuid.");
+}
+
+TEST(ShortDomainNamesTest, KeepsNamesWithoutACommonDottedPrefix) {
+  placement::Snapshot s;
+  s.AddDomain("rack-a", 1, 4);
+  s.AddDomain("rack-b", 1, 4);
+  std::string prefix = "x";
+  EXPECT_EQ(ShortDomainNames(s, &prefix), (std::vector<std::string>{"rack-a", "rack-b"}));
+  EXPECT_EQ(prefix, "");
+}
+
+TEST(FormatRangesTest, CollapsesRuns) {
+  EXPECT_EQ(FormatRanges({}), "");
+  EXPECT_EQ(FormatRanges({0}), "0");
+  EXPECT_EQ(FormatRanges({0, 1, 2, 3, 5, 7, 8}), "0-3,5,7-8");
+}
+
+TEST(JobStateTest, StatusStateThenConditions) {
+  Fixture f;
+  EXPECT_EQ(JobState(f.jobs[0]), "Running");
+  EXPECT_EQ(JobState(f.jobs[2]), "Pending");
+  Json j = f.jobs[0];
+  j["status"].erase("state");
+  EXPECT_EQ(JobState(j), "Admitted");
+  j["status"]["conditions"][0]["status"] = "False";
+  EXPECT_EQ(JobState(j), "Waiting");
+  j["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+  EXPECT_EQ(JobState(j), "Terminating");
+}
+
+TEST(RenderRacksTest, RackMap) {
+  EXPECT_EQ(RenderRacks(FixtureView(), "default"),
+            "NVLink domains c0ffee.*\n"
+            "DOMAIN  NODES   HEALTHY  USED  SPARE  FAILED  FREE GPUS  LARGEST GANG  JOBS\n"
+            "0       ###+ss  6/6      4     2      0       10/24      0 nodes       train\n"
+            "1       ...ssX  5/6      0     2      1       20/24      3 nodes       -\n"
+            "\n"
+            "2 domains, 11/12 nodes healthy, 30/48 GPUs free, largest gang that fits: 3 nodes, "
+            "fragmentation 0.00, 1 job holding GPUs\n"
+            "# gang rank  + used by other pods  . free  s spare (2 held back per domain)  "
+            "X failed / cordoned / tainted\n");
+}
+
+TEST(RenderRacksTest, JobsOfOtherNamespacesAreQualifiedAndSparesFollowTheFlag) {
+  std::string out = RenderRacks(FixtureView(/*spares=*/0), "team");
+  EXPECT_NE(out.find("###+..  6/6      4     0      0       10/24      2 nodes       default/train"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find(".....X"), std::string::npos) << out;
+}
+
+TEST(RenderRacksTest, NoGpuNodes) {
+  ClusterView v = BuildView({}, {}, {}, {});
+  EXPECT_NE(RenderRacks(v, "default").find("No GPU nodes found"), std::string::npos);
+}
+
+TEST(RenderJobsTest, NamespaceListWithPlacementRows) {
+  std::string out = RenderJobs(FixtureView(), "default");
+  EXPECT_EQ(out,
+            "NAME   STATE    RANKS  GPUS  TOPOLOGY  DOMAINS  RECOVERIES\n"
+            "big    Waiting  4x4    16    Required  -        0\n"
+            "train  Running  3x4    12    Required  0        0\n"
+            "\n"
+            "Placements (# rank of the job, ! rank on a failed node, X other failed node, . other node):\n"
+            "  train  0  [###...]  ranks 0-2\n");
+}
+
+TEST(RenderJobsTest, AllNamespacesAndEmpty) {
+  std::string out = RenderJobs(FixtureView(), "");
+  EXPECT_NE(out.find("NAMESPACE  NAME"), std::string::npos) << out;
+  EXPECT_NE(out.find("team       small  Pending"), std::string::npos) << out;
+  EXPECT_NE(out.find("  default/train  0  [###...]  ranks 0-2"), std::string::npos) << out;
+  EXPECT_EQ(RenderJobs(FixtureView(), "nobody"), "No NVL72Jobs in namespace nobody.\n");
+}
+
+TEST(RenderJobsTest, RankOnAFailedNodeIsMarked) {
+  Fixture f;
+  f.nodes[1] = testing::MakeNode("r0-n1", "c0ffee.0", /*ready=*/false);
+  ClusterView v = BuildView(f.nodes, f.pods, f.jobs, {});
+  EXPECT_NE(RenderJobs(v, "default").find("[#!#...]"), std::string::npos);
+  EXPECT_NE(RenderRacks(v, "default").find("#X#+ss"), std::string::npos);
+}
+
+TEST(RenderExplainTest, RunningJob) {
+  ClusterView v = FixtureView();
+  std::string out = RenderExplain(v, v.jobs[1]);  // sorted: default/big, default/train, team/small
+  EXPECT_NE(out.find("NVL72Job default/train: Running\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("3 ranks x 4 GPUs (12 GPUs), topology Required, 1 segment of 3 ranks, recovery InPlace"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("Placement:   1 domain: 0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("segment 0  ranks 0-2  domain 0  [###...]"), std::string::npos) << out;
+  EXPECT_NE(out.find("1     r0-n1  Ready       train-1  Running"), std::string::npos) << out;
+  EXPECT_NE(out.find("Why here:    best fit"), std::string::npos) << out;
+  EXPECT_NE(out.find("Admitted  True    Placed"), std::string::npos) << out;
+}
+
+TEST(RenderExplainTest, WaitingJobSaysWhyAndWhatTheCoreDecidesNow) {
+  ClusterView v = FixtureView();
+  std::string out = RenderExplain(v, v.jobs[0]);
+  EXPECT_NE(out.find("NVL72Job default/big: Waiting"), std::string::npos) << out;
+  EXPECT_NE(out.find("Placement:   none"), std::string::npos) << out;
+  EXPECT_NE(out.find("Why it waits: needs 4 nodes"), std::string::npos) << out;
+  EXPECT_EQ(out.find("it fits"), std::string::npos) << out;
+  EXPECT_NE(out.find("largest: 1 3 nodes, 0 0 nodes (2 spare nodes per domain held back)"),
+            std::string::npos)
+      << out;
+}
+
+TEST(RenderExplainTest, JobTheOperatorHasNotSeenFitsNow) {
+  ClusterView v = FixtureView();
+  std::string out = RenderExplain(v, v.jobs[2]);
+  EXPECT_NE(out.find("NVL72Job team/small: Pending"), std::string::npos) << out;
+  EXPECT_NE(out.find("is nvl72-operator running?"), std::string::npos) << out;
+  EXPECT_NE(out.find("it fits: the nvl72 policy would place it in 1"), std::string::npos) << out;
+}
+
+TEST(RenderExplainTest, InvalidSpec) {
+  Fixture f;
+  Json bad = testing::MakeJob("default", "bad", 0);
+  ClusterView v = BuildView(f.nodes, f.pods, {bad}, {});
+  EXPECT_NE(RenderExplain(v, v.jobs[0]).find("Spec:        invalid: spec.replicas"), std::string::npos)
+      << RenderExplain(v, v.jobs[0]);
+}
+
+}  // namespace
+}  // namespace nvl72::cli
