@@ -77,15 +77,15 @@ load_tables() {
     echo
     echo "#### load x$load (mean over seeds $SEEDS)"
     echo
-    echo "| policy | usable capacity (min-max) | vs spread | vs domain-best-fit | wait mean h | wait p99 h | single-domain | in-place recovery | stranded | spare share | makespan d | gang failures | requeues |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| policy | usable capacity (min-max) | vs spread | vs domain-best-fit | wait mean h | wait p99 h | gang wait mean / p99 h | pod wait mean h | single-domain | in-place recovery | stranded | spare share | makespan d | gang failures | requeues |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     declare -A use
     for p in $POLICIES; do
       use[$p]=$(for seed in $SEEDS; do metric "$TMP/load_${load}_${seed}.json" "$p" usable_capacity; done | mean)
     done
     for p in $POLICIES; do
       local m=() vals
-      for key in wait_mean_s wait_p99_s single_domain_ratio in_place_recovery_ratio stranded_gpu_ratio makespan_s gang_failures requeues; do
+      for key in wait_mean_s wait_p99_s single_domain_ratio in_place_recovery_ratio stranded_gpu_ratio makespan_s gang_failures requeues wait_mean_gang_s wait_p99_gang_s wait_mean_pod_s; do
         m+=("$(for seed in $SEEDS; do metric "$TMP/load_${load}_${seed}.json" "$p" "$key"; done | mean)")
       done
       local spare
@@ -95,7 +95,7 @@ load_tables() {
           'BEGIN { if (b > 0) print a / b; else print 0 }'
       done | mean)
       vals=$(for seed in $SEEDS; do metric "$TMP/load_${load}_${seed}.json" "$p" usable_capacity; done | minmax)
-      echo "| $p | $(fmt "${use[$p]}") ($vals) | $(ratio "${use[$p]}" "${use[spread]}") | $(ratio "${use[$p]}" "${use[domain-best-fit]}") | $(fmt "$(awk -v x="${m[0]}" 'BEGIN{print x/3600}')" 2) | $(fmt "$(awk -v x="${m[1]}" 'BEGIN{print x/3600}')" 1) | $(fmt "${m[2]}") | $(fmt "${m[3]}" 2) | $(fmt "${m[4]}") | $(fmt "$spare") | $(fmt "$(awk -v x="${m[5]}" 'BEGIN{print x/86400}')" 1) | $(fmt "${m[6]}" 1) | $(fmt "${m[7]}" 1) |"
+      echo "| $p | $(fmt "${use[$p]}") ($vals) | $(ratio "${use[$p]}" "${use[spread]}") | $(ratio "${use[$p]}" "${use[domain-best-fit]}") | $(fmt "$(awk -v x="${m[0]}" 'BEGIN{print x/3600}')" 2) | $(fmt "$(awk -v x="${m[1]}" 'BEGIN{print x/3600}')" 1) | $(fmt "$(awk -v x="${m[8]}" 'BEGIN{print x/3600}')" 1) / $(fmt "$(awk -v x="${m[9]}" 'BEGIN{print x/3600}')" 1) | $(fmt "$(awk -v x="${m[10]}" 'BEGIN{print x/3600}')" 2) | $(fmt "${m[2]}") | $(fmt "${m[3]}" 2) | $(fmt "${m[4]}") | $(fmt "$spare") | $(fmt "$(awk -v x="${m[5]}" 'BEGIN{print x/86400}')" 1) | $(fmt "${m[6]}" 1) | $(fmt "${m[7]}" 1) |"
     done
     unset use
   done

@@ -119,6 +119,8 @@ class Run {
   int64_t finished_ = 0;  // done + never placed
   double last_completion_s_ = 0;
   std::vector<double> waits_;
+  std::vector<double> gang_waits_;
+  std::vector<double> pod_waits_;
 
   // Accumulators in GPU-seconds / seconds.
   double healthy_gpu_s_waiting_ = 0;
@@ -304,6 +306,7 @@ StatusOr<bool> Run::TryStart(int job_index) {
   if (job.first_start_s < 0) {
     job.first_start_s = now_;
     waits_.push_back(now_ - job.trace->submission_s);
+    (shape.gang ? gang_waits_ : pod_waits_).push_back(now_ - job.trace->submission_s);
   }
   BeginSegment(job, job_index, job.restart_pending);
   return true;
@@ -549,6 +552,15 @@ StatusOr<PolicyMetrics> Run::Execute() {
     metrics_.wait_mean_s = sum / static_cast<double>(waits_.size());
     metrics_.wait_p99_s = Percentile(waits_, 99.0);
   }
+  auto mean = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+  };
+  metrics_.wait_mean_gang_s = mean(gang_waits_);
+  metrics_.wait_p99_gang_s = Percentile(gang_waits_, 99.0);
+  metrics_.wait_mean_pod_s = mean(pod_waits_);
+  metrics_.wait_p99_pod_s = Percentile(pod_waits_, 99.0);
   if (metrics_.gang_starts > 0) {
     metrics_.single_domain_ratio = static_cast<double>(metrics_.gang_starts_single_domain) /
                                    static_cast<double>(metrics_.gang_starts);

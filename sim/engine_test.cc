@@ -72,6 +72,8 @@ TEST(Simulate, HandComputedWaitsAndUsableCapacity) {
     EXPECT_EQ(m.jobs_completed, 3);
     EXPECT_DOUBLE_EQ(m.wait_mean_s, 30);
     EXPECT_DOUBLE_EQ(m.wait_p99_s, 90);
+    EXPECT_DOUBLE_EQ(m.wait_mean_gang_s, 45);  // A 0, C 90
+    EXPECT_DOUBLE_EQ(m.wait_mean_pod_s, 0);
     EXPECT_DOUBLE_EQ(m.waiting_hours * kHour, 90);
     EXPECT_NEAR(m.usable_capacity, 0.75, 1e-12);
     EXPECT_NEAR(m.stranded_gpu_ratio, 0.25, 1e-12);

@@ -22,6 +22,12 @@ struct PolicyMetrics {
   double stranded_gpu_ratio = 0;       // stranded GPU-s / healthy GPU-s, over waiting time
   double makespan_s = 0;               // first submission -> last completion
 
+  // Waits split by job kind (same definitions as above).
+  double wait_mean_gang_s = 0;
+  double wait_p99_gang_s = 0;
+  double wait_mean_pod_s = 0;
+  double wait_p99_pod_s = 0;
+
   // Counters.
   int64_t jobs = 0;
   int64_t jobs_completed = 0;
