@@ -1,0 +1,46 @@
+// Standalone driver for the fuzz targets when they are not built with libFuzzer: runs
+// LLVMFuzzerTestOneInput once over every file named on the command line (directories are walked), so
+// the seed corpora run as ordinary regression tests under any compiler and sanitizer.
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
+
+namespace {
+
+int RunFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", path.c_str());
+    return 1;
+  }
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int files = 0, errors = 0;
+  for (int i = 1; i < argc; ++i) {
+    const std::filesystem::path arg(argv[i]);
+    if (std::filesystem::is_directory(arg)) {
+      for (const auto& entry : std::filesystem::recursive_directory_iterator(arg)) {
+        if (!entry.is_regular_file()) continue;
+        errors += RunFile(entry.path());
+        ++files;
+      }
+    } else {
+      errors += RunFile(arg);
+      ++files;
+    }
+  }
+  std::printf("replayed %d inputs\n", files);
+  return errors == 0 && files > 0 ? 0 : 1;
+}
