@@ -1,0 +1,213 @@
+#!/usr/bin/env bash
+# e2e test of charts/nvl72-operator against a real API server (scripts/local-cluster, own state dir):
+#  1. the chart's CRDs are in sync with crds/; `helm lint --strict` (defaults, and everything on);
+#  2. `helm template | kubectl apply --dry-run=server` (defaults, and everything on, with stub
+#     Prometheus Operator CRDs so the ServiceMonitor / PrometheusRule are validated too);
+#  3. `helm install`: every object exists, pods run non-root with a read-only root filesystem, no
+#     capabilities and seccomp RuntimeDefault;
+#  4. RBAC with `kubectl auth can-i --as=system:serviceaccount:NS:SA`: the verbs each component needs
+#     are allowed, Secrets and node deletion are denied;
+#  5. the real kube-scheduler runs with the chart's KubeSchedulerConfiguration under the scheduler
+#     ServiceAccount's token and takes its own Lease (proves config + RBAC);
+#  6. `helm upgrade` changes replicas and flags; `helm uninstall` leaves nothing of the release
+#     behind (the CRD stays, by design: docs/helm.md).
+# Needs: scripts/build-tools components (built on demand by local-cluster). No container runs.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+lc=$root/scripts/local-cluster
+# shellcheck source=../../scripts/versions.env
+source "$root/scripts/versions.env"
+chart=$root/charts/nvl72-operator
+state=$(mktemp -d "${TMPDIR:-/tmp}/nvl72-helm-e2e.XXXXXX")
+ns=nvl72-system rel=nvl72
+t0=$(date +%s)
+sched_pid=
+ok() { printf '[helm_e2e +%ss] ok: %s\n' "$(($(date +%s) - t0))" "$*"; }
+fail() {
+  printf '[helm_e2e +%ss] FAIL: %s\n' "$(($(date +%s) - t0))" "$*" >&2
+  [[ -f $state/sched.log ]] && { echo "--- tail of kube-scheduler log" >&2; tail -n 20 "$state/sched.log" >&2; }
+  exit 1
+}
+cleanup() {
+  [[ -n $sched_pid ]] && kill "$sched_pid" 2>/dev/null && wait "$sched_pid" 2>/dev/null
+  "$lc" down --state "$state" >/dev/null 2>&1 || true
+  rm -rf "$state"
+}
+trap cleanup EXIT
+wait_until() { # TIMEOUT_S CMD...
+  local deadline=$(($(date +%s) + $1)); shift
+  until "$@"; do (($(date +%s) < deadline)) || return 1; sleep 0.5; done
+}
+
+# --- 1. static checks --------------------------------------------------------------------------
+"$root/scripts/sync-chart-crds" --check || fail "charts/nvl72-operator/crds is out of sync with crds/ (run scripts/sync-chart-crds)"
+ok "chart CRDs match crds/"
+
+"$lc" up --racks 1 --state "$state" >/dev/null || fail "local-cluster up"
+# shellcheck disable=SC1091
+source "$state/env"
+command -v helm >/dev/null || fail "no helm on PATH after sourcing $state/env"
+ok "local control plane at $NVL72_APISERVER_URL, $(helm version --short)"
+
+all_on=(--set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true
+  --set monitoring.dashboard.enabled=true --set extender.tls.enabled=true
+  --set extender.tls.secretName=nvl72-extender-tls --set imagePullSecrets='{regcred}')
+lint=$(helm lint --strict "$chart" 2>&1) || fail "helm lint --strict: $lint"
+lint=$(helm lint --strict "$chart" "${all_on[@]}" 2>&1) || fail "helm lint --strict (everything on): $lint"
+ok "helm lint --strict (defaults, everything on)"
+if helm template x "$chart" --set placement.sparesPerDomain=-1 >/dev/null 2>&1; then
+  fail "values.schema.json accepted placement.sparesPerDomain=-1"
+fi
+if helm template x "$chart" --set extender.tls.enabled=true >/dev/null 2>&1; then
+  fail "extender.tls.enabled without a secretName rendered"
+fi
+ok "values.schema.json and required values reject bad input"
+
+# --- 2. server-side dry run ----------------------------------------------------------------------
+kubectl create namespace "$ns" >/dev/null
+for kind in ServiceMonitor:servicemonitors PrometheusRule:prometheusrules; do
+  kubectl apply -f - >/dev/null <<EOF || fail "stub CRD ${kind#*:}"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: ${kind#*:}.monitoring.coreos.com}
+spec:
+  group: monitoring.coreos.com
+  scope: Namespaced
+  names: {kind: ${kind%%:*}, plural: ${kind#*:}, listKind: ${kind%%:*}List}
+  versions:
+  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}}
+EOF
+done
+kubectl wait --for=condition=Established --timeout=30s crd/servicemonitors.monitoring.coreos.com crd/prometheusrules.monitoring.coreos.com >/dev/null
+for variant in defaults everything-on; do
+  args=(); [[ $variant == everything-on ]] && args=("${all_on[@]}")
+  out=$(helm template "$rel" "$chart" -n "$ns" --include-crds "${args[@]}" |
+    kubectl apply --dry-run=server -f - 2>&1) || fail "kubectl apply --dry-run=server ($variant): $out"
+  n=$(grep -c 'created (server dry run)' <<<"$out" || true)
+  ((n >= 20)) || fail "server dry run ($variant) created only $n objects: $out"
+  ok "helm template | kubectl apply --dry-run=server ($variant): $n objects accepted"
+done
+
+# --- 3. install ------------------------------------------------------------------------------------
+out=$(helm install "$rel" "$chart" -n "$ns" --set monitoring.dashboard.enabled=true 2>&1) || fail "helm install: $out"
+grep -q "STATUS: deployed" <<<"$out" || fail "helm install did not report deployed: $out"
+grep -q "kubectl nvl72 racks" <<<"$out" || fail "NOTES.txt not shown: $out"
+kubectl wait --for=condition=Established --timeout=30s crd/nvl72jobs.nvl72.dev >/dev/null || fail "NVL72Job CRD not established"
+sel=app.kubernetes.io/instance=$rel
+count() { kubectl get "$@" -l "$sel" -o name 2>/dev/null | grep -c . || true; }
+[[ $(count deploy -n "$ns") == 3 ]] || fail "expected 3 Deployments: $(kubectl get deploy -n "$ns" -o name)"
+[[ $(count svc -n "$ns") == 2 ]] || fail "expected 2 Services: $(kubectl get svc -n "$ns" -o name)"
+[[ $(count sa -n "$ns") == 3 ]] || fail "expected 3 ServiceAccounts"
+[[ $(count cm -n "$ns") == 2 ]] || fail "expected 2 ConfigMaps (scheduler config, dashboard)"
+[[ $(count clusterrole) == 2 ]] || fail "expected 2 ClusterRoles"
+[[ $(count clusterrolebinding) == 4 ]] || fail "expected 4 ClusterRoleBindings"
+[[ $(count rolebinding -n kube-system) == 1 ]] || fail "expected the auth-reader RoleBinding in kube-system"
+[[ $(kubectl get deploy "$rel-nvl72-operator" -n "$ns" -o jsonpath='{.spec.replicas}') == 2 ]] || fail "operator replicas != 2"
+args=$(kubectl get deploy "$rel-nvl72-operator" -n "$ns" -o jsonpath='{.spec.template.spec.containers[0].args}')
+for want in --leader-elect=true "--lease-name=$rel-nvl72-operator-leader" "--lease-namespace=$ns" --spares-per-domain=2; do
+  grep -q -- "$want" <<<"$args" || fail "operator args lack $want: $args"
+done
+for d in "$rel-nvl72-operator" "$rel-nvl72-operator-extender" "$rel-nvl72-operator-scheduler"; do
+  sc=$(kubectl get deploy "$d" -n "$ns" -o jsonpath='{.spec.template.spec.securityContext.runAsNonRoot} {.spec.template.spec.securityContext.seccompProfile.type} {.spec.template.spec.containers[0].securityContext.readOnlyRootFilesystem} {.spec.template.spec.containers[0].securityContext.capabilities.drop} {.spec.template.spec.containers[0].securityContext.allowPrivilegeEscalation} {.spec.template.spec.containers[0].readinessProbe.httpGet.path} {.spec.template.spec.containers[0].resources.requests.cpu}')
+  [[ $sc == 'true RuntimeDefault true ["ALL"] false /readyz 100m' ]] || fail "$d security context / probes / resources: $sc"
+done
+cfg=$(kubectl get cm "$rel-nvl72-operator-scheduler-config" -n "$ns" -o jsonpath='{.data.config\.yaml}')
+grep -q "schedulerName: nvl72-scheduler" <<<"$cfg" || fail "scheduler profile missing: $cfg"
+grep -q "urlPrefix: \"http://$rel-nvl72-operator-extender.$ns.svc:8888\"" <<<"$cfg" || fail "extender URL: $cfg"
+grep -q "resourceName: $rel-nvl72-operator-scheduler" <<<"$cfg" || fail "scheduler lease: $cfg"
+ok "helm install: 3 Deployments, 2 Services, 3 ServiceAccounts, RBAC, scheduler config; pods non-root, read-only, no caps, seccomp"
+
+# --- 4. RBAC ---------------------------------------------------------------------------------------
+can() { # SA VERB RESOURCE [extra kubectl auth can-i args]: exit 0 if allowed
+  local sa=$1; shift
+  kubectl auth can-i --as="system:serviceaccount:$ns:$sa" "$@" >/dev/null 2>&1
+}
+expect() { # yes|no SA VERB RESOURCE [args]
+  local want=$1; shift
+  if can "$@"; then [[ $want == yes ]] || fail "$1 may $2 $3 ${*:4} (must not)"
+  else [[ $want == no ]] || fail "$1 may not $2 $3 ${*:4} (needs to)"; fi
+}
+op=$rel-nvl72-operator ext=$rel-nvl72-operator-extender sch=$rel-nvl72-operator-scheduler
+for v in get list watch update patch; do expect yes "$op" "$v" nvl72jobs.nvl72.dev -A; done
+expect yes "$op" update nvl72jobs.nvl72.dev --subresource=status -n team-a
+expect yes "$op" update nvl72jobs.nvl72.dev --subresource=finalizers -n team-a
+for v in create delete list watch get; do expect yes "$op" "$v" pods -n team-a; done
+for v in create delete get; do expect yes "$op" "$v" services -n team-a; done
+expect yes "$op" create events -n team-a
+expect yes "$op" create events.events.k8s.io -n team-a
+for v in get list watch; do expect yes "$op" "$v" nodes; expect yes "$op" "$v" priorityclasses.scheduling.k8s.io; done
+expect yes "$op" create leases.coordination.k8s.io -n "$ns"
+expect yes "$op" update "leases.coordination.k8s.io/$rel-nvl72-operator-leader" -n "$ns"
+expect no "$op" update leases.coordination.k8s.io/kube-scheduler -n kube-system
+expect no "$op" update nodes
+expect no "$op" delete nvl72jobs.nvl72.dev -n team-a
+for v in list watch get; do
+  expect yes "$ext" "$v" nodes; expect yes "$ext" "$v" pods -A; expect yes "$ext" "$v" nvl72jobs.nvl72.dev -A
+done
+expect yes "$ext" create pods --subresource=binding -n team-a
+expect yes "$ext" create events -n team-a
+expect no "$ext" create pods -n team-a
+expect no "$ext" update nvl72jobs.nvl72.dev -n team-a
+expect yes "$sch" create pods --subresource=binding -n team-a
+expect yes "$sch" list nodes
+expect yes "$sch" watch persistentvolumeclaims -A
+expect yes "$sch" get "leases.coordination.k8s.io/$rel-nvl72-operator-scheduler" -n "$ns"
+expect yes "$sch" update "leases.coordination.k8s.io/$rel-nvl72-operator-scheduler" -n "$ns"
+for sa in "$op" "$ext" "$sch"; do
+  for v in get list watch; do expect no "$sa" "$v" secrets -A; expect no "$sa" "$v" secrets -n "$ns"; done
+  expect no "$sa" delete nodes
+  expect no "$sa" create clusterrolebindings.rbac.authorization.k8s.io
+done
+ok "RBAC: needed verbs allowed; secrets, node deletion, escalation denied (auth can-i as each ServiceAccount)"
+
+# --- 5. the real kube-scheduler with the chart's config, as the scheduler ServiceAccount -------------
+token=$(kubectl create token "$sch" -n "$ns" --duration=10m) || fail "kubectl create token $sch"
+cat >"$state/sched.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "$NVL72_APISERVER_URL", certificate-authority: "$NVL72_CA_FILE"}}]
+users: [{name: u, user: {token: "$token"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+EOF
+# The in-cluster config of the pod becomes clientConnection.kubeconfig here; everything else as rendered.
+{ echo "$cfg" | sed '/^kind: KubeSchedulerConfiguration/a clientConnection: {kubeconfig: '"$state"'/sched.kubeconfig}'; } >"$state/sched.yaml"
+read -r _ hi </proc/sys/net/ipv4/ip_local_port_range
+port=$(( (hi < 60000 ? hi + 1 : 20000) + RANDOM % 1000 ))
+"$NVL72_KUBE_SCHEDULER" --config="$state/sched.yaml" --secure-port="$port" --bind-address=127.0.0.1 \
+  --authentication-kubeconfig="$state/sched.kubeconfig" --authorization-kubeconfig="$state/sched.kubeconfig" \
+  --cert-dir="$state/sched-certs" >"$state/sched.log" 2>&1 &
+sched_pid=$!
+holder() { kubectl get lease "$sch" -n "$ns" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null | grep -q .; }
+wait_until 60 holder || fail "kube-scheduler did not take lease $ns/$sch"
+sleep 2
+kill -0 "$sched_pid" 2>/dev/null || fail "kube-scheduler exited"
+if grep -iE 'forbidden|is not authorized' "$state/sched.log" | grep -v 'extension-apiserver-authentication' >"$state/forbidden.log"; then
+  fail "kube-scheduler hit RBAC denials: $(head -n 5 "$state/forbidden.log")"
+fi
+kill "$sched_pid"; wait "$sched_pid" 2>/dev/null || true; sched_pid=
+kubectl delete lease "$sch" -n "$ns" >/dev/null
+ok "kube-scheduler $K8S_VERSION ran with the chart's config as $sch: took lease $ns/$sch, no RBAC denials"
+
+# --- 6. upgrade and uninstall -----------------------------------------------------------------------
+out=$(helm upgrade "$rel" "$chart" -n "$ns" --set operator.replicas=3 --set placement.sparesPerDomain=1 \
+  --set scheduler.image.tag=v1.34.5 2>&1) || fail "helm upgrade: $out"
+[[ $(helm status "$rel" -n "$ns" -o json | grep -o '"version":[0-9]*' | head -n 1) == '"version":2' ]] || fail "release revision is not 2"
+[[ $(kubectl get deploy "$op" -n "$ns" -o jsonpath='{.spec.replicas}') == 3 ]] || fail "upgrade: operator replicas != 3"
+kubectl get deploy "$op" -n "$ns" -o jsonpath='{.spec.template.spec.containers[0].args}' | grep -q -- --spares-per-domain=1 || fail "upgrade: operator flag not changed"
+kubectl get deploy "$ext" -n "$ns" -o jsonpath='{.spec.template.spec.containers[0].args}' | grep -q -- --spares-per-domain=1 || fail "upgrade: extender flag not changed"
+[[ $(count cm -n "$ns") == 1 ]] || fail "upgrade: the dashboard ConfigMap (now disabled) was not removed"
+ok "helm upgrade: revision 2, replicas and flags changed, disabled objects removed"
+
+out=$(helm uninstall "$rel" -n "$ns" --wait --timeout 60s 2>&1) || fail "helm uninstall: $out"
+left=""
+for kind in deploy svc sa cm role rolebinding secret; do
+  left+=$(kubectl get "$kind" -A -l "$sel" -o name 2>/dev/null)
+done
+left+=$(kubectl get clusterrole,clusterrolebinding -l "$sel" -o name 2>/dev/null)
+[[ -z $left ]] || fail "left behind after uninstall: $left"
+rest=$(kubectl get all,cm,secret,sa,role,rolebinding,lease -n "$ns" -o name 2>/dev/null | grep -v '^serviceaccount/default$' || true)
+[[ -z $rest ]] || fail "namespace $ns not empty after uninstall: $rest"
+kubectl get crd nvl72jobs.nvl72.dev >/dev/null 2>&1 || fail "helm uninstall removed the CRD (it must keep it, and the users' NVL72Jobs)"
+ok "helm uninstall: nothing of the release left (CRD kept by design)"
+ok "all helm checks passed in $(($(date +%s) - t0)) s"
