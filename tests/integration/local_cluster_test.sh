@@ -34,8 +34,8 @@ ok "cluster up at $NVL72_APISERVER_URL"
 [[ $KUBECONFIG == "$state/kubeconfig" && $NVL72_KUBECONFIG == "$state/kubeconfig" ]] || fail "env: KUBECONFIG=$KUBECONFIG"
 [[ $("$lc" kubeconfig --state "$state") == "$state/kubeconfig" ]] || fail "kubeconfig subcommand"
 [[ $(command -v kubectl) == "$NVL72_KUBECTL" && $NVL72_KUBECTL != /usr/bin/kubectl ]] || fail "kubectl on PATH is $(command -v kubectl), not the built $NVL72_KUBECTL"
-kubectl version --client 2>/dev/null | grep -q "$K8S_VERSION" || fail "built kubectl is not $K8S_VERSION"
-[[ $(kubectl version -o json | grep -c "\"gitVersion\": \"$K8S_VERSION\"") == 2 ]] || fail "kubectl/apiserver version is not $K8S_VERSION"
+versions=$(kubectl version -o json) || fail "kubectl version"
+[[ $(grep -c "\"gitVersion\": \"$K8S_VERSION\"" <<<"$versions") == 2 ]] || fail "kubectl/apiserver version is not $K8S_VERSION: $versions"
 ok "built kubectl $K8S_VERSION talks to kube-apiserver $K8S_VERSION"
 
 # 36 nodes, 2 cliques of 18, all Ready with 4 GPUs.
