@@ -209,6 +209,13 @@ TEST(Simulate, GangThatNeverFitsIsReportedNotLooped) {
   PolicyMetrics ok = RunPolicy(trace, "domain-best-fit", Options(1, 2, 2));
   EXPECT_EQ(ok.jobs_never_placed, 0);
   EXPECT_EQ(ok.jobs_completed, 2);
+  // With frequent failures there is never a long healthy idle period; the run still ends.
+  SimOptions flaky = Options(1, 2, 2);
+  flaky.mtbf_hours = 0.01;
+  flaky.repair_hours = 0.01;
+  PolicyMetrics m2 = RunPolicy(trace, "nvl72", flaky);
+  EXPECT_EQ(m2.jobs_never_placed, 1);
+  EXPECT_EQ(m2.jobs_completed, 1);
 }
 
 // Greedy backfill: a small job behind a big one that does not fit starts at once.
