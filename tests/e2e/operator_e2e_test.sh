@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# e2e of nvl72-operator on the real local control plane (kube-apiserver + etcd + kwok, 4 racks of
+# 18 nodes x 4 GPUs, no kube-scheduler): CRD validation, admission of the examples, waiting reason,
+# deletion frees capacity, SIGKILL in the middle of a burst.
+#
+#   tests/e2e/operator_e2e_test.sh OPERATOR_BINARY
+# Env: OP_E2E_STATE=DIR reuses a running cluster (started with --racks 4) instead of starting one.
+# Pods are not bound (no scheduler here): the checks are on status.placement and the planned node
+# of every pod (annotation nvl72.dev/node and its required node affinity).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+bin=${1:-${NVL72_OPERATOR_BIN:-$repo/build/op/operator/nvl72-operator}}
+[[ -x $bin ]] || { echo "operator binary $bin not found" >&2; exit 2; }
+
+t0=$(date +%s)
+log() { printf '[operator-e2e %s +%ss] %s\n' "$(date +%H:%M:%S)" "$(($(date +%s) - t0))" "$*" >&2; }
+fail() { log "FAIL: $*"; failures=$((failures + 1)); }
+failures=0
+ok() { log "ok: $*"; }
+
+own_cluster=0
+if [[ -n ${OP_E2E_STATE:-} ]]; then
+  state=$OP_E2E_STATE
+else
+  state=$(mktemp -d /tmp/nvl72-op-e2e.XXXXXX)
+  rmdir "$state"
+  own_cluster=1
+  log "starting a local control plane with 4 racks in $state"
+  "$repo/scripts/local-cluster" up --racks 4 --state "$state" >/dev/null
+fi
+# shellcheck disable=SC1091
+source "$state/env"
+kc() { "$NVL72_KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
+ns=op-e2e
+workdir=$(mktemp -d /tmp/nvl72-op-e2e-work.XXXXXX)
+op_pid=
+
+cleanup() {
+  [[ -n $op_pid ]] && kill "$op_pid" 2>/dev/null && wait "$op_pid" 2>/dev/null
+  if ((failures > 0)); then
+    log "operator log (last 40 lines):"; tail -n 40 "$workdir"/operator*.log >&2 || true
+  fi
+  ((own_cluster)) && "$repo/scripts/local-cluster" down --state "$state" >/dev/null 2>&1
+  rm -rf "$workdir"
+}
+trap cleanup EXIT
+
+free_port() {
+  local p
+  while :; do
+    p=$((20000 + RANDOM % 20000))
+    ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && { echo "$p"; return; }
+  done
+}
+
+start_operator() {  # $1 = log suffix
+  health_port=$(free_port)
+  "$bin" --kubeconfig "$KUBECONFIG" --namespace "$ns" --metrics-addr "127.0.0.1:$(free_port)" \
+    --health-addr "127.0.0.1:$health_port" --leader-elect --lease-namespace "$ns" \
+    --lease-name nvl72-operator-e2e --admission-resync-seconds 5 >"$workdir/operator-$1.log" 2>&1 &
+  op_pid=$!
+  for _ in $(seq 1 100); do
+    curl -fsS "http://127.0.0.1:$health_port/readyz" 2>/dev/null | grep -q leader && return 0
+    sleep 0.2
+  done
+  fail "operator did not become ready leader"; return 1
+}
+
+# state of a job ("" if none)
+state_of() { kc -n "$ns" get nvj "$1" -o jsonpath='{.status.state}' 2>/dev/null || true; }
+wait_state() {  # job state [timeout s]
+  local deadline=$(($(date +%s) + ${3:-60}))
+  while (($(date +%s) < deadline)); do
+    [[ $(state_of "$1") == "$2" ]] && return 0
+    sleep 0.3
+  done
+  fail "$1: state $(state_of "$1"), wanted $2"; return 1
+}
+# "rank node" lines of a job's placement
+ranks_of() { kc -n "$ns" get nvj "$1" -o jsonpath='{range .status.placement.ranks[*]}{.rank} {.node}{"\n"}{end}'; }
+rack_of() { echo "${1%%-*}"; }
+# checks that every segment of `seg` ranks of job $1 sits in one rack
+check_segments() {
+  local job=$1 seg=$2 racks
+  racks=$(ranks_of "$job" | awk -v seg="$seg" '{split($2, a, "-"); print int($1 / seg), a[1]}' | sort -u |
+          awk '{n[$1]++} END {bad = 0; for (s in n) if (n[s] != 1) bad = 1; print bad}')
+  [[ $racks == 0 ]] && ok "$job: every segment of $seg ranks in one domain" || fail "$job: a segment spans domains"
+}
+check_pods_match() {  # job replicas
+  local job=$1 n=$2 pods mism
+  pods=$(kc -n "$ns" get pods -l "nvl72.dev/job=$job" -o name | wc -l)
+  [[ $pods == "$n" ]] || { fail "$job: $pods pods, wanted $n"; return; }
+  mism=$(join <(ranks_of "$job" | awk -v j="$job" '{print j "-" $1, $2}' | sort) \
+              <(kc -n "$ns" get pods -l "nvl72.dev/job=$job" \
+                  -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.annotations.nvl72\.dev/node} {.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values[0]}{"\n"}{end}' | sort) |
+         awk '$2 != $3 || $2 != $4' | wc -l)
+  [[ $mism == 0 ]] && ok "$job: $n pods, each planned on its placement node" || fail "$job: $mism pods off their placement node"
+}
+
+# ------------------------------------------------------------------------------------------------
+log "namespace and CRD"
+kc create namespace "$ns" >/dev/null
+kc apply -f "$repo/crds/nvl72jobs.nvl72.dev.yaml" >/dev/null
+kc wait --for condition=established --timeout=60s crd/nvl72jobs.nvl72.dev >/dev/null
+
+log "invalid manifests are rejected with a message naming the field"
+n_invalid=0
+for f in "$repo"/tests/e2e/invalid/*.yaml; do
+  expect=$(sed -n '1s/^# expect: //p' "$f")
+  if out=$(kc -n "$ns" apply -f "$f" 2>&1); then
+    fail "$(basename "$f") was accepted"
+  elif [[ $out != *"$expect"* ]]; then
+    fail "$(basename "$f"): message lacks \"$expect\": $out"
+  else
+    n_invalid=$((n_invalid + 1))
+  fi
+done
+((n_invalid >= 8)) && ok "$n_invalid invalid manifests rejected" || fail "only $n_invalid invalid manifests rejected"
+# placement-relevant fields are immutable
+kc -n "$ns" apply -f "$repo/examples/job-too-big.yaml" >/dev/null
+out=$(kc -n "$ns" patch nvj too-big-17 --type merge -p '{"spec":{"replicas":16}}' 2>&1) &&
+  fail "replicas change accepted" ||
+  { [[ $out == *"spec.replicas is immutable"* ]] && ok "spec.replicas immutable" || fail "immutability message: $out"; }
+out=$(kc -n "$ns" patch nvj too-big-17 --type merge -p '{"spec":{"topology":{"segmentSize":1}}}' 2>&1) &&
+  fail "topology change accepted" ||
+  { [[ $out == *"immutable"* ]] && ok "spec.topology immutable" || fail "immutability message: $out"; }
+kc -n "$ns" delete nvj too-big-17 --wait=true >/dev/null
+
+# ------------------------------------------------------------------------------------------------
+log "operator + examples"
+start_operator first
+for f in job-16-required jobs-two-8 job-32-segmented; do kc -n "$ns" apply -f "$repo/examples/$f.yaml" >/dev/null; done
+for j in moe-16 tp-8-a tp-8-b ep-32; do wait_state "$j" Admitted 60; done
+kc -n "$ns" apply -f "$repo/examples/job-too-big.yaml" >/dev/null
+wait_state too-big-17 Waiting 30
+msg=$(kc -n "$ns" get nvj too-big-17 -o jsonpath='{.status.conditions[?(@.type=="Admitted")].message}')
+[[ $msg == *"needs 17 nodes"*"one NVLink domain"* ]] && ok "too-big-17 waits: $msg" || fail "waiting message: $msg"
+check_segments moe-16 16
+check_segments tp-8-a 8
+check_segments tp-8-b 8
+check_segments ep-32 16
+[[ $(kc -n "$ns" get nvj ep-32 -o jsonpath='{.status.placement.domains}' | tr ',' '\n' | grep -c .) == 2 ]] &&
+  ok "ep-32 holds 2 domains" || fail "ep-32 domains"
+# Spares: no rack gives more than 16 of its 18 nodes to gangs, and no node is used twice.
+used=$(for j in moe-16 tp-8-a tp-8-b ep-32; do ranks_of "$j"; done | awk '{print $2}')
+[[ $(sort <<<"$used" | uniq -d | wc -l) == 0 ]] && ok "no node holds two ranks" || fail "a node holds two ranks"
+max_per_rack=$(awk -F- '{print $1}' <<<"$used" | sort | uniq -c | awk 'BEGIN{m=0} $1>m{m=$1} END{print m}')
+((max_per_rack <= 16)) && ok "2 spare nodes per rack untouched (max $max_per_rack used)" || fail "a rack gave $max_per_rack nodes"
+check_pods_match moe-16 16
+check_pods_match ep-32 32
+check_pods_match tp-8-a 8
+kc -n "$ns" get svc moe-16 -o jsonpath='{.spec.clusterIP}' | grep -q None && ok "headless service" || fail "no headless service"
+kc -n "$ns" get nvj >&2
+
+log "deleting a job admits a waiting one"
+cat >"$workdir/waiter.yaml" <<YAML
+apiVersion: nvl72.dev/v1alpha1
+kind: NVL72Job
+metadata: {name: waiter-16}
+spec:
+  replicas: 16
+  template: {spec: {containers: [{name: c, image: busybox}]}}
+YAML
+kc -n "$ns" apply -f "$workdir/waiter.yaml" >/dev/null
+wait_state waiter-16 Waiting 30
+moe_rack=$(rack_of "$(ranks_of moe-16 | awk 'NR==1{print $2}')")
+kc -n "$ns" delete nvj moe-16 --wait=true --timeout=60s >/dev/null
+wait_state waiter-16 Admitted 30
+[[ $(rack_of "$(ranks_of waiter-16 | awk 'NR==1{print $2}')") == "$moe_rack" ]] &&
+  ok "waiter-16 took the freed domain $moe_rack" || fail "waiter-16 not in $moe_rack"
+[[ $(kc -n "$ns" get pods -l nvl72.dev/job=moe-16 -o name | wc -l) == 0 ]] && ok "moe-16 pods deleted" || fail "moe-16 pods left"
+check_pods_match waiter-16 16
+
+# ------------------------------------------------------------------------------------------------
+log "SIGKILL in the middle of a burst of 20 jobs"
+kc -n "$ns" delete nvj --all --wait=true --timeout=120s >/dev/null
+[[ $(kc -n "$ns" get pods -o name | wc -l) == 0 ]] || fail "pods left after deleting all jobs"
+: >"$workdir/burst.yaml"
+for i in $(seq -w 1 20); do
+  cat >>"$workdir/burst.yaml" <<YAML
+---
+apiVersion: nvl72.dev/v1alpha1
+kind: NVL72Job
+metadata: {name: burst-$i}
+spec:
+  replicas: 4
+  template: {spec: {containers: [{name: c, image: busybox}]}}
+YAML
+done
+kc -n "$ns" apply -f "$workdir/burst.yaml" >/dev/null
+sleep 0.7
+placed_at_kill=$(kc -n "$ns" get nvj -o jsonpath='{range .items[*]}{.status.placement.ranks[0].node}{"\n"}{end}' | grep -c . || true)
+pods_at_kill=$(kc -n "$ns" get pods -o name | wc -l)
+kill -9 "$op_pid"; wait "$op_pid" 2>/dev/null || true; op_pid=
+log "killed the operator with $placed_at_kill of 20 jobs placed and $pods_at_kill pods"
+for j in $(kc -n "$ns" get nvj -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}'); do
+  ranks_of "$j" | sed "s/^/$j /"
+done >"$workdir/before-restart"
+start_operator second
+# 4 racks x 16 usable nodes = 64 nodes: 16 jobs of 4 fit, 4 wait.
+deadline=$(($(date +%s) + 90))
+while (($(date +%s) < deadline)); do
+  states=$(kc -n "$ns" get nvj -o jsonpath='{range .items[*]}{.status.state}{"\n"}{end}')
+  [[ $(grep -c '^Admitted$' <<<"$states") == 16 && $(grep -c '^Waiting$' <<<"$states") == 4 &&
+     $(kc -n "$ns" get pods -o name | wc -l) == 64 ]] && break
+  sleep 0.5
+done
+states=$(kc -n "$ns" get nvj -o jsonpath='{range .items[*]}{.status.state}{"\n"}{end}')
+[[ $(grep -c '^Admitted$' <<<"$states") == 16 && $(grep -c '^Waiting$' <<<"$states") == 4 ]] &&
+  ok "16 jobs admitted, 4 waiting" || fail "states after restart: $(sort <<<"$states" | uniq -c | tr '\n' ' ')"
+all_ranks=$(for j in $(kc -n "$ns" get nvj -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}'); do
+  ranks_of "$j" | sed "s/^/$j /"; done)
+[[ $(awk '{print $3}' <<<"$all_ranks" | sort | uniq -d | wc -l) == 0 ]] && ok "no node given twice" || fail "a node was given twice"
+# Placements committed before the kill did not change.
+changed=$(join -j1 <(awk '{print $1 "/" $2, $3}' "$workdir/before-restart" | sort) \
+                   <(awk '{print $1 "/" $2, $3}' <<<"$all_ranks" | sort) | awk '$2 != $3' | wc -l)
+[[ $changed == 0 ]] && ok "no job placed twice ($(wc -l <"$workdir/before-restart") ranks placed before the kill kept)" ||
+  fail "$changed ranks moved after restart"
+pods=$(kc -n "$ns" get pods -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}')
+[[ $(wc -l <<<"$pods") == 64 && $(sort <<<"$pods" | uniq -d | wc -l) == 0 ]] && ok "64 pods, no duplicates" ||
+  fail "$(wc -l <<<"$pods") pods after restart"
+for j in $(kc -n "$ns" get nvj -o jsonpath='{range .items[?(@.status.state=="Admitted")]}{.metadata.name}{"\n"}{end}'); do
+  check_segments "$j" 4 >/dev/null 2>&1 || true
+  [[ $(kc -n "$ns" get pods -l "nvl72.dev/job=$j" -o name | wc -l) == 4 ]] || fail "$j has not 4 pods"
+done
+for j in $(kc -n "$ns" get nvj -o jsonpath='{range .items[?(@.status.state=="Waiting")]}{.metadata.name}{"\n"}{end}'); do
+  [[ $(kc -n "$ns" get pods -l "nvl72.dev/job=$j" -o name | wc -l) == 0 ]] || fail "waiting $j has pods"
+done
+
+log "SIGTERM releases the lease"
+kill -TERM "$op_pid"; wait "$op_pid" || fail "operator exit code $?"; op_pid=
+holder=$(kc -n "$ns" get lease nvl72-operator-e2e -o jsonpath='{.spec.holderIdentity}')
+[[ -z $holder ]] && ok "lease released" || fail "lease still held by $holder"
+
+if ((failures > 0)); then log "$failures failures"; exit 1; fi
+log "PASS"
