@@ -28,9 +28,9 @@ enum class EventType : int { kCompletion = 0, kRepair = 1, kFailure = 2 };
 struct Event {
   double time = 0;
   EventType type = EventType::kCompletion;
-  int64_t seq = 0;   // insertion order: deterministic tie-break
-  int subject = 0;   // job (completion) or node (failure, repair)
-  int epoch = 0;     // completion: the job's epoch when scheduled; stale events are dropped
+  int64_t seq = 0;  // insertion order: deterministic tie-break
+  int subject = 0;  // job (completion) or node (failure, repair)
+  int epoch = 0;    // completion: the job's epoch when scheduled; stale events are dropped
 };
 
 struct EventAfter {
@@ -53,14 +53,14 @@ struct Job {
   const TraceJob* trace = nullptr;
   int shape = 0;
   JobState state = JobState::kFuture;
-  double remaining_s = 0;      // work left, in seconds at full speed
+  double remaining_s = 0;  // work left, in seconds at full speed
   double first_start_s = -1;
   bool restart_pending = false;  // the next start resumes from a checkpoint: pays the restart cost
   int epoch = 0;
-  GangPlacement placement;     // rank -> node; a pod has one entry
+  GangPlacement placement;  // rank -> node; a pod has one entry
   double speed = 1;
-  double run_start_s = 0;      // the current run (including restart overhead) began
-  double progress_start_s = 0; // the current run makes progress from here
+  double run_start_s = 0;       // the current run (including restart overhead) began
+  double progress_start_s = 0;  // the current run makes progress from here
 };
 
 class Run {
@@ -100,9 +100,9 @@ class Run {
   Snapshot snapshot_;
   std::vector<std::vector<int>> node_jobs_;  // node -> jobs running on it
   std::vector<Shape> shapes_;
-  std::vector<std::set<int>> queues_;        // per shape: waiting jobs by arrival index
-  std::vector<bool> shape_blocked_;          // failed since the last time capacity was freed
-  std::vector<bool> placeable_;              // fits the empty, healthy cluster under this policy
+  std::vector<std::set<int>> queues_;  // per shape: waiting jobs by arrival index
+  std::vector<bool> shape_blocked_;    // failed since the last time capacity was freed
+  std::vector<bool> placeable_;        // fits the empty, healthy cluster under this policy
   std::vector<Job> jobs_;
   std::priority_queue<Event, std::vector<Event>, EventAfter> events_;
   int64_t next_seq_ = 0;
@@ -159,8 +159,8 @@ void Run::BuildJobs() {
     });
     if (it == shapes_.end()) {
       if (shape.gang) {
-        shape.request.key = "gang-" + std::to_string(shape.ranks) + "x" +
-                            std::to_string(shape.gpus_per_node);
+        shape.request.key =
+            "gang-" + std::to_string(shape.ranks) + "x" + std::to_string(shape.gpus_per_node);
         shape.request.replicas = shape.ranks;
         shape.request.gpus_per_replica = shape.gpus_per_node;
         shape.request.mode = placement::TopologyMode::kRequired;
@@ -181,9 +181,9 @@ void Run::BuildJobs() {
   // gang larger than a rack minus the spare reserve): its jobs are reported, not queued forever.
   placeable_.assign(shapes_.size(), false);
   for (size_t s = 0; s < shapes_.size(); ++s) {
-    placeable_[s] = shapes_[s].gang
-                        ? policy_.PlaceGang(snapshot_, shapes_[s].request).placed
-                        : policy_.PlacePod(snapshot_, shapes_[s].gpus_per_node) != placement::kNoNode;
+    placeable_[s] = shapes_[s].gang ? policy_.PlaceGang(snapshot_, shapes_[s].request).placed
+                                    : policy_.PlacePod(snapshot_, shapes_[s].gpus_per_node) !=
+                                          placement::kNoNode;
   }
 }
 
@@ -338,7 +338,8 @@ Status Run::SchedulePass() {
     StatusOr<bool> started = TryStart(best_job);
     if (!started.ok()) return started.status();
     if (*started) {
-      queues_[static_cast<size_t>(best_shape)].erase(queues_[static_cast<size_t>(best_shape)].begin());
+      queues_[static_cast<size_t>(best_shape)].erase(
+          queues_[static_cast<size_t>(best_shape)].begin());
       stats_dirty_ = true;
     } else {
       // The cluster only fills until capacity is freed again: this shape cannot fit until then.
@@ -379,7 +380,8 @@ Status Run::HandleFailure(int node) {
           for (size_t k = 0; k < failed_ranks.size(); ++k) {
             const NodeId replacement = recovery.replacement[k];
             if (k < recovery.evict.size() && recovery.evict[k]) Evict(replacement);
-            NVL72_RETURN_IF_ERROR(CheckNode(replacement, shape.gpus_per_node, "SelectReplacements"));
+            NVL72_RETURN_IF_ERROR(
+                CheckNode(replacement, shape.gpus_per_node, "SelectReplacements"));
             if (snapshot_.nodes[static_cast<size_t>(replacement)].domain != n.domain) {
               return InternalError(std::string(policy_.Name()) +
                                    ": SelectReplacements left the failed node's domain");
@@ -601,8 +603,9 @@ int SegmentSizeFor(int ranks, const ClusterShape& cluster, int spares) {
 
 StatusOr<PolicyMetrics> Simulate(const Trace& trace, const PlacementPolicy& policy,
                                  const SimOptions& options, FailureSource* failures) {
-  FailureTimeline timeline(options.cluster.racks * options.cluster.nodes_per_rack,
-                           FailureModelOptions{options.mtbf_hours, options.repair_hours, options.seed});
+  FailureTimeline timeline(
+      options.cluster.racks * options.cluster.nodes_per_rack,
+      FailureModelOptions{options.mtbf_hours, options.repair_hours, options.seed});
   Run run(trace, policy, options, failures != nullptr ? *failures : timeline);
   return run.Execute();
 }

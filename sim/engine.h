@@ -2,7 +2,8 @@
 // with node failures, and measures it.
 //
 // Model (details and sources in docs/simulator.md):
-// - Jobs of <= gpus_per_node GPUs are single pods (PlacementPolicy::PlacePod); bigger jobs are gangs
+// - Jobs of <= gpus_per_node GPUs are single pods (PlacementPolicy::PlacePod); bigger jobs are
+// gangs
 //   of ceil(gpus / gpus_per_node) whole-node ranks, TopologyMode::kRequired, segment = the whole
 //   gang when it has <= nodes_per_rack - spares ranks, else balanced segments of at most that size.
 // - Queue: one policy-independent discipline: arrival order with greedy backfill. Per shape FIFO
@@ -42,7 +43,7 @@ struct SimOptions {
   double repair_hours = 24;
   double checkpoint_minutes = 30;
   double restart_minutes = 10;
-  int spares = 2;                    // PolicyOptions::spares_per_domain; also bounds segment size
+  int spares = 2;  // PolicyOptions::spares_per_domain; also bounds segment size
   // Jobs of at most this many GPUs are preemptible: their GPUs are marked Node::gpu_reclaimable, a
   // policy may count their nodes toward its spare reserve and evict them to recover a gang
   // (RecoveryDecision::evict). 0: no job is preemptible (the trace says nothing about it).

@@ -2,10 +2,10 @@
 // n0.., each node 4 GPUs unless said otherwise.
 #include "sim/engine.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <map>
-
-#include <gtest/gtest.h>
 
 #include "sim/report.h"
 #include "sim/runner.h"
@@ -31,8 +31,8 @@ SimOptions Options(int racks, int nodes_per_rack, int spares) {
   return o;
 }
 
-PolicyMetrics RunPolicy(const Trace& trace, const std::string& policy_name, const SimOptions& options,
-                        FailureSource* failures = nullptr) {
+PolicyMetrics RunPolicy(const Trace& trace, const std::string& policy_name,
+                        const SimOptions& options, FailureSource* failures = nullptr) {
   auto policy = placement::MakePolicy(policy_name, placement::PolicyOptions{options.spares});
   EXPECT_NE(policy, nullptr);
   StatusOr<PolicyMetrics> m = Simulate(trace, *policy, options, failures);
@@ -231,7 +231,7 @@ TEST(Simulate, BackfillsPastAJobThatDoesNotFit) {
 TEST(SegmentSizeFor, WholeGangWhenItFitsARackElseBalancedSegments) {
   const ClusterShape nvl72{8, 18, 4};
   EXPECT_EQ(SegmentSizeFor(16, nvl72, 2), 0);
-  EXPECT_EQ(SegmentSizeFor(17, nvl72, 2), 9);   // 2 segments of <= 16
+  EXPECT_EQ(SegmentSizeFor(17, nvl72, 2), 9);  // 2 segments of <= 16
   EXPECT_EQ(SegmentSizeFor(32, nvl72, 2), 16);
   EXPECT_EQ(SegmentSizeFor(40, nvl72, 2), 14);  // 3 segments
   EXPECT_EQ(SegmentSizeFor(18, nvl72, 0), 0);

@@ -5,9 +5,7 @@
 
 namespace nvl72::sim {
 
-double DeterministicRandom::Uniform() {
-  return static_cast<double>(engine_() >> 11) * 0x1.0p-53;
-}
+double DeterministicRandom::Uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
 
 double DeterministicRandom::Exponential(double mean) { return -mean * std::log1p(-Uniform()); }
 
@@ -33,7 +31,8 @@ NodeOutage FailureTimeline::NextOutage(int node, double start_s) {
   NodeOutage outage;
   outage.fail_s = up_from + rng.Exponential(options_.mtbf_hours * 3600.0);
   // A repair takes at least one second so that fail and repair never share a timestamp.
-  outage.repaired_s = outage.fail_s + std::max(1.0, rng.Exponential(options_.repair_hours * 3600.0));
+  outage.repaired_s =
+      outage.fail_s + std::max(1.0, rng.Exponential(options_.repair_hours * 3600.0));
   last = outage.repaired_s;
   return outage;
 }

@@ -34,8 +34,8 @@ struct FailureModelOptions {
 };
 
 struct NodeOutage {
-  double fail_s = 0;     // the node stops being Ready; +infinity: no further outage
-  double repaired_s = 0; // the node is Ready again; > fail_s
+  double fail_s = 0;      // the node stops being Ready; +infinity: no further outage
+  double repaired_s = 0;  // the node is Ready again; > fail_s
 };
 
 // Where the engine gets node outages from: the seeded model in runs, a script in tests.

@@ -1,8 +1,8 @@
 #include "sim/failure_model.h"
 
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 namespace nvl72::sim {
 namespace {

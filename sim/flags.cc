@@ -57,20 +57,24 @@ std::vector<Flag> MakeFlags(SimConfig& c) {
   SimOptions& o = c.options;
   const SimOptions d;
   std::vector<Flag> flags;
-  flags.push_back({"trace", "PATH", "ITP CSV trace (job_id,submission_time,duration,num_gpu). Required.",
+  flags.push_back({"trace", "PATH",
+                   "ITP CSV trace (job_id,submission_time,duration,num_gpu). Required.",
                    [&c](std::string_view v) {
                      if (v.empty()) return BadValue("trace", v, "a file path");
                      c.trace_path = std::string(v);
                      return Status::Ok();
                    }});
-  flags.push_back({"racks", "N", "NVLink domains (racks). Default " + std::to_string(d.cluster.racks) + ".",
+  flags.push_back({"racks", "N",
+                   "NVLink domains (racks). Default " + std::to_string(d.cluster.racks) + ".",
                    positive_int("racks", o.cluster.racks)});
-  flags.push_back({"nodes-per-rack", "N",
-                   "Nodes per rack. Default " + std::to_string(d.cluster.nodes_per_rack) + " (NVL72).",
-                   positive_int("nodes-per-rack", o.cluster.nodes_per_rack)});
-  flags.push_back({"gpus-per-node", "N",
-                   "GPUs per node. Default " + std::to_string(d.cluster.gpus_per_node) + " (NVL72).",
-                   positive_int("gpus-per-node", o.cluster.gpus_per_node)});
+  flags.push_back(
+      {"nodes-per-rack", "N",
+       "Nodes per rack. Default " + std::to_string(d.cluster.nodes_per_rack) + " (NVL72).",
+       positive_int("nodes-per-rack", o.cluster.nodes_per_rack)});
+  flags.push_back(
+      {"gpus-per-node", "N",
+       "GPUs per node. Default " + std::to_string(d.cluster.gpus_per_node) + " (NVL72).",
+       positive_int("gpus-per-node", o.cluster.gpus_per_node)});
   flags.push_back({"policies", "A,B",
                    "Comma-separated policies to compare. Default: all (nvl72, spread, first-fit, "
                    "domain-best-fit).",
@@ -79,28 +83,33 @@ std::vector<Flag> MakeFlags(SimConfig& c) {
                      size_t start = 0;
                      while (start <= v.size()) {
                        size_t comma = v.find(',', start);
-                       std::string_view name = v.substr(
-                           start, comma == std::string_view::npos ? std::string_view::npos
-                                                                  : comma - start);
-                       if (name.empty()) return BadValue("policies", v, "a comma-separated list of names");
+                       std::string_view name =
+                           v.substr(start, comma == std::string_view::npos ? std::string_view::npos
+                                                                           : comma - start);
+                       if (name.empty())
+                         return BadValue("policies", v, "a comma-separated list of names");
                        c.policies.emplace_back(name);
                        if (comma == std::string_view::npos) break;
                        start = comma + 1;
                      }
                      return Status::Ok();
                    }});
-  flags.push_back({"spares", "N",
-                   "Spare nodes per rack kept out of new gangs (nvl72 policy; also caps the segment "
-                   "size of gangs larger than a rack). Default " + std::to_string(d.spares) + ".",
-                   [&o](std::string_view v) {
-                     int x = 0;
-                     if (!ParseInt(v, x) || x < 0) return BadValue("spares", v, "an integer >= 0");
-                     o.spares = x;
-                     return Status::Ok();
-                   }});
-  flags.push_back({"load", "F", "Arrival-rate factor: submission times are divided by F. Default 1.",
+  flags.push_back(
+      {"spares", "N",
+       "Spare nodes per rack kept out of new gangs (nvl72 policy; also caps the segment "
+       "size of gangs larger than a rack). Default " +
+           std::to_string(d.spares) + ".",
+       [&o](std::string_view v) {
+         int x = 0;
+         if (!ParseInt(v, x) || x < 0) return BadValue("spares", v, "an integer >= 0");
+         o.spares = x;
+         return Status::Ok();
+       }});
+  flags.push_back({"load", "F",
+                   "Arrival-rate factor: submission times are divided by F. Default 1.",
                    number("load", c.load, 0, false, "a number > 0")});
-  flags.push_back({"seed", "N", "Seed of the failure model. Default " + std::to_string(d.seed) + ".",
+  flags.push_back({"seed", "N",
+                   "Seed of the failure model. Default " + std::to_string(d.seed) + ".",
                    [&o](std::string_view v) {
                      uint64_t x = 0;
                      if (!ParseInt(v, x)) return BadValue("seed", v, "an unsigned integer");
@@ -122,7 +131,8 @@ std::vector<Flag> MakeFlags(SimConfig& c) {
                    number("repair-hours", o.repair_hours, 0, true, "a number >= 0")});
   flags.push_back({"checkpoint-minutes", "M",
                    "Checkpoint interval; a failure loses the work since the last one; 0 = no loss. "
-                   "Default " + fmt(d.checkpoint_minutes) + ".",
+                   "Default " +
+                       fmt(d.checkpoint_minutes) + ".",
                    number("checkpoint-minutes", o.checkpoint_minutes, 0, true, "a number >= 0")});
   flags.push_back({"restart-minutes", "M",
                    "Restart overhead of a job resuming from a checkpoint. Default " +
@@ -153,10 +163,11 @@ std::vector<Flag> MakeFlags(SimConfig& c) {
                    }});
   flags.push_back({"max-jobs", "N", "Replay only the first N jobs in arrival order. Default: all.",
                    positive_int("max-jobs", c.max_jobs)});
-  flags.push_back({"json", "", "Print one JSON object instead of the table.", [&c](std::string_view) {
-                     c.json = true;
-                     return Status::Ok();
-                   }});
+  flags.push_back(
+      {"json", "", "Print one JSON object instead of the table.", [&c](std::string_view) {
+         c.json = true;
+         return Status::Ok();
+       }});
   flags.push_back({"help", "", "Print this help.", [&c](std::string_view) {
                      c.help = true;
                      return Status::Ok();
@@ -182,7 +193,8 @@ StatusOr<SimConfig> ParseFlags(std::span<const std::string_view> args) {
       arg = arg.substr(0, eq);
       has_value = true;
     }
-    auto flag = std::find_if(flags.begin(), flags.end(), [&](const Flag& f) { return f.name == arg; });
+    auto flag =
+        std::find_if(flags.begin(), flags.end(), [&](const Flag& f) { return f.name == arg; });
     if (flag == flags.end()) {
       return InvalidArgumentError("unknown flag --" + std::string(arg) + " (see --help)");
     }

@@ -1,7 +1,7 @@
 // Command line of nvl72-sim: flags -> SimConfig, and the --help text.
 //
-// Every flag accepts "--name value" and "--name=value". A bad value is an InvalidArgument naming the
-// flag, so main() can print one line and exit 2. Thread-safety: pure functions.
+// Every flag accepts "--name value" and "--name=value". A bad value is an InvalidArgument naming
+// the flag, so main() can print one line and exit 2. Thread-safety: pure functions.
 #pragma once
 
 #include <span>

@@ -20,10 +20,33 @@ TEST(ParseFlags, DefaultsAndOverrides) {
   EXPECT_TRUE(c->policies.empty());
   EXPECT_FALSE(c->json);
 
-  c = Parse({"--trace=t.csv", "--racks", "3", "--nodes-per-rack=4", "--gpus-per-node", "8",
-             "--policies", "nvl72,spread", "--spares", "0", "--load", "1.5", "--seed", "99",
-             "--mtbf-hours", "0", "--repair-hours", "2", "--checkpoint-minutes", "0",
-             "--restart-minutes", "5", "--cross-domain-speed", "1", "--max-jobs", "10", "--json"});
+  c = Parse({"--trace=t.csv",
+             "--racks",
+             "3",
+             "--nodes-per-rack=4",
+             "--gpus-per-node",
+             "8",
+             "--policies",
+             "nvl72,spread",
+             "--spares",
+             "0",
+             "--load",
+             "1.5",
+             "--seed",
+             "99",
+             "--mtbf-hours",
+             "0",
+             "--repair-hours",
+             "2",
+             "--checkpoint-minutes",
+             "0",
+             "--restart-minutes",
+             "5",
+             "--cross-domain-speed",
+             "1",
+             "--max-jobs",
+             "10",
+             "--json"});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->options.cluster.racks, 3);
   EXPECT_EQ(c->options.cluster.nodes_per_rack, 4);

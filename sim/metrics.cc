@@ -14,7 +14,8 @@ void WaitingClock::Advance(double t, bool waiting_from_t) {
   }
   const double last_t = times_.back();
   if (t <= last_t) {
-    waiting_.back() = waiting_from_t;  // zero-length interval: only the flag of what follows matters
+    waiting_.back() =
+        waiting_from_t;  // zero-length interval: only the flag of what follows matters
     return;
   }
   const double w = cumulative_.back() + (waiting_.back() ? t - last_t : 0.0);

@@ -14,13 +14,14 @@ namespace nvl72::sim {
 struct PolicyMetrics {
   std::string policy;
   // The headline metrics (see docs/simulator.md).
-  double usable_capacity = 0;          // useful GPU-s / healthy GPU-s, over waiting time
-  double wait_mean_s = 0;              // submission -> first start
-  double wait_p99_s = 0;               // nearest-rank 99th percentile
-  double single_domain_ratio = 0;      // gang starts with every segment in one domain / gang starts
-  double in_place_recovery_ratio = 0;  // gang failures recovered in place / gang failures (0 if none)
-  double stranded_gpu_ratio = 0;       // stranded GPU-s / healthy GPU-s, over waiting time
-  double makespan_s = 0;               // first submission -> last completion
+  double usable_capacity = 0;      // useful GPU-s / healthy GPU-s, over waiting time
+  double wait_mean_s = 0;          // submission -> first start
+  double wait_p99_s = 0;           // nearest-rank 99th percentile
+  double single_domain_ratio = 0;  // gang starts with every segment in one domain / gang starts
+  double in_place_recovery_ratio =
+      0;                          // gang failures recovered in place / gang failures (0 if none)
+  double stranded_gpu_ratio = 0;  // stranded GPU-s / healthy GPU-s, over waiting time
+  double makespan_s = 0;          // first submission -> last completion
 
   // Waits split by job kind (same definitions as above).
   double wait_mean_gang_s = 0;
@@ -31,21 +32,21 @@ struct PolicyMetrics {
   // Counters.
   int64_t jobs = 0;
   int64_t jobs_completed = 0;
-  int64_t jobs_never_placed = 0;       // waited with the cluster idle and healthy: never fits
-  int64_t gang_starts = 0;             // every start of a gang, including restarts after a requeue
+  int64_t jobs_never_placed = 0;  // waited with the cluster idle and healthy: never fits
+  int64_t gang_starts = 0;        // every start of a gang, including restarts after a requeue
   int64_t gang_starts_single_domain = 0;
   int64_t gang_starts_cross_domain = 0;  // DomainsSpanned > 1: ran at the cross-domain speed
   int64_t pod_starts = 0;
-  int64_t node_failures = 0;           // node outages that began before the run ended
+  int64_t node_failures = 0;  // node outages that began before the run ended
   int64_t node_failures_hitting_jobs = 0;
-  int64_t job_interruptions = 0;       // jobs hit by a failure (pods + gangs)
+  int64_t job_interruptions = 0;  // jobs hit by a failure (pods + gangs)
   int64_t gang_failures = 0;
   int64_t gang_recovered_in_place = 0;
-  int64_t requeues = 0;                // jobs stopped and put back into the queue
-  int64_t preemptions = 0;             // preemptible jobs evicted to make room for a recovery
+  int64_t requeues = 0;     // jobs stopped and put back into the queue
+  int64_t preemptions = 0;  // preemptible jobs evicted to make room for a recovery
 
   // The integrals behind the ratios, in GPU-hours / hours.
-  double waiting_hours = 0;            // time with at least one job waiting
+  double waiting_hours = 0;  // time with at least one job waiting
   double healthy_gpu_hours_waiting = 0;
   double useful_gpu_hours_waiting = 0;
   double stranded_gpu_hours_waiting = 0;

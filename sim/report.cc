@@ -91,21 +91,21 @@ std::string FormatTable(const RunReport& report) {
   const SimOptions& o = c.options;
   std::ostringstream out;
   out << "trace " << c.trace_path << ": " << report.jobs << " jobs, "
-      << Fixed(report.offered_gpu_hours, 0) << " GPU-hours over " << Fixed(report.trace_span_s / 86400, 1)
-      << " days (load x" << Fixed(c.load, 2) << ")\n"
+      << Fixed(report.offered_gpu_hours, 0) << " GPU-hours over "
+      << Fixed(report.trace_span_s / 86400, 1) << " days (load x" << Fixed(c.load, 2) << ")\n"
       << "cluster " << o.cluster.racks << " racks x " << o.cluster.nodes_per_rack << " nodes x "
       << o.cluster.gpus_per_node << " GPUs = " << o.cluster.TotalGpus() << " GPUs; spares "
       << o.spares << "; cross-domain speed " << Fixed(o.cross_domain_speed, 2) << "\n"
-      << "failures: MTBF " << Fixed(o.mtbf_hours, 0) << " h/node, repair " << Fixed(o.repair_hours, 1)
-      << " h, checkpoint " << Fixed(o.checkpoint_minutes, 0) << " min, restart "
-      << Fixed(o.restart_minutes, 0) << " min, seed " << o.seed << "\n\n";
+      << "failures: MTBF " << Fixed(o.mtbf_hours, 0) << " h/node, repair "
+      << Fixed(o.repair_hours, 1) << " h, checkpoint " << Fixed(o.checkpoint_minutes, 0)
+      << " min, restart " << Fixed(o.restart_minutes, 0) << " min, seed " << o.seed << "\n\n";
   const PolicyMetrics* spread = nullptr;
   for (const PolicyMetrics& m : report.results) {
     if (m.policy == "spread") spread = &m;
   }
   const std::vector<std::pair<std::string, size_t>> columns = {
-      {"policy", 16},    {"usable", 8},     {"vs spread", 10}, {"wait mean h", 12},
-      {"wait p99 h", 11}, {"1-domain", 9},  {"in-place", 9},   {"stranded", 9},
+      {"policy", 16},     {"usable", 8},       {"vs spread", 10},  {"wait mean h", 12},
+      {"wait p99 h", 11}, {"1-domain", 9},     {"in-place", 9},    {"stranded", 9},
       {"makespan d", 11}, {"gang starts", 12}, {"gang fails", 11}, {"never placed", 13}};
   for (const auto& [name, width] : columns) out << Pad(name, width);
   out << "\n";
@@ -116,19 +116,18 @@ std::string FormatTable(const RunReport& report) {
     }
     std::string in_place = m.gang_failures > 0 ? Fixed(m.in_place_recovery_ratio, 3) : "n/a";
     std::string one_domain = m.gang_starts > 0 ? Fixed(m.single_domain_ratio, 3) : "n/a";
-    const std::vector<std::string> cells = {
-        m.policy,
-        Fixed(m.usable_capacity, 3),
-        vs,
-        Fixed(m.wait_mean_s / 3600, 2),
-        Fixed(m.wait_p99_s / 3600, 2),
-        one_domain,
-        in_place,
-        Fixed(m.stranded_gpu_ratio, 3),
-        Fixed(m.makespan_s / 86400, 2),
-        std::to_string(m.gang_starts),
-        std::to_string(m.gang_failures),
-        std::to_string(m.jobs_never_placed)};
+    const std::vector<std::string> cells = {m.policy,
+                                            Fixed(m.usable_capacity, 3),
+                                            vs,
+                                            Fixed(m.wait_mean_s / 3600, 2),
+                                            Fixed(m.wait_p99_s / 3600, 2),
+                                            one_domain,
+                                            in_place,
+                                            Fixed(m.stranded_gpu_ratio, 3),
+                                            Fixed(m.makespan_s / 86400, 2),
+                                            std::to_string(m.gang_starts),
+                                            std::to_string(m.gang_failures),
+                                            std::to_string(m.jobs_never_placed)};
     for (size_t i = 0; i < cells.size(); ++i) out << Pad(cells[i], columns[i].second);
     out << "\n";
   }

@@ -2,9 +2,8 @@
 // Thread-safety: pure functions.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "sim/runner.h"
 

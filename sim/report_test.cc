@@ -42,7 +42,7 @@ TEST(FormatTable, ShowsEachPolicyAndTheRatioToSpread) {
   EXPECT_NE(table.find("nvl72"), std::string::npos);
   EXPECT_NE(table.find("1.50x"), std::string::npos);  // 0.9 / 0.6
   EXPECT_NE(table.find("1.00x"), std::string::npos);
-  EXPECT_NE(table.find("n/a"), std::string::npos);    // no gang failures
+  EXPECT_NE(table.find("n/a"), std::string::npos);  // no gang failures
 }
 
 }  // namespace

@@ -22,11 +22,14 @@ StatusOr<RunReport> RunSimulationOnTrace(const SimConfig& config, Trace trace) {
   policy_options.spares_per_domain = config.options.spares;
   std::vector<std::unique_ptr<placement::PlacementPolicy>> policies;
   for (const std::string& name : report.policies) {
-    std::unique_ptr<placement::PlacementPolicy> policy = placement::MakePolicy(name, policy_options);
+    std::unique_ptr<placement::PlacementPolicy> policy =
+        placement::MakePolicy(name, policy_options);
     if (policy == nullptr) {
       std::string known;
-      for (const std::string& n : placement::PolicyNames()) known += (known.empty() ? "" : ", ") + n;
-      return InvalidArgumentError("--policies: unknown policy '" + name + "' (known: " + known + ")");
+      for (const std::string& n : placement::PolicyNames())
+        known += (known.empty() ? "" : ", ") + n;
+      return InvalidArgumentError("--policies: unknown policy '" + name + "' (known: " + known +
+                                  ")");
     }
     policies.push_back(std::move(policy));
   }
@@ -37,7 +40,8 @@ StatusOr<RunReport> RunSimulationOnTrace(const SimConfig& config, Trace trace) {
   if (!trace.jobs.empty()) {
     report.trace_span_s = trace.jobs.back().submission_s - trace.jobs.front().submission_s;
   }
-  for (const TraceJob& job : trace.jobs) report.offered_gpu_hours += job.duration_s * job.gpus / 3600.0;
+  for (const TraceJob& job : trace.jobs)
+    report.offered_gpu_hours += job.duration_s * job.gpus / 3600.0;
   for (const auto& policy : policies) {
     StatusOr<PolicyMetrics> metrics = Simulate(trace, *policy, config.options);
     if (!metrics.ok()) return metrics.status();

@@ -16,11 +16,11 @@ namespace nvl72::sim {
 
 struct RunReport {
   SimConfig config;
-  std::vector<std::string> policies;    // in the order run
-  int64_t jobs = 0;                      // jobs replayed (after --max-jobs)
-  double trace_span_s = 0;               // last - first submission, after --load
-  double offered_gpu_hours = 0;          // sum of duration x GPUs
-  std::vector<PolicyMetrics> results;   // parallel to `policies`
+  std::vector<std::string> policies;   // in the order run
+  int64_t jobs = 0;                    // jobs replayed (after --max-jobs)
+  double trace_span_s = 0;             // last - first submission, after --load
+  double offered_gpu_hours = 0;        // sum of duration x GPUs
+  std::vector<PolicyMetrics> results;  // parallel to `policies`
 };
 
 StatusOr<RunReport> RunSimulation(const SimConfig& config);

@@ -15,7 +15,8 @@ constexpr std::array<std::string_view, 4> kColumns = {"job_id", "submission_time
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -57,8 +58,8 @@ StatusOr<Trace> ParseTrace(std::string_view text, std::string_view file_name) {
   size_t pos = 0;
   while (pos < text.size()) {
     size_t newline = text.find('\n', pos);
-    std::string_view raw =
-        text.substr(pos, newline == std::string_view::npos ? std::string_view::npos : newline - pos);
+    std::string_view raw = text.substr(
+        pos, newline == std::string_view::npos ? std::string_view::npos : newline - pos);
     pos = newline == std::string_view::npos ? text.size() : newline + 1;
     ++line_number;
     std::string_view line = Trim(raw);
@@ -90,8 +91,8 @@ StatusOr<Trace> ParseTrace(std::string_view text, std::string_view file_name) {
     job.line = line_number;
     job.id = std::string(fields[column_index[0]]);
     if (job.id.empty()) return LineError(file_name, line_number, "job_id: empty");
-    const std::array<std::pair<int, double*>, 2> times = {
-        std::pair{1, &job.submission_s}, std::pair{2, &job.duration_s}};
+    const std::array<std::pair<int, double*>, 2> times = {std::pair{1, &job.submission_s},
+                                                          std::pair{2, &job.duration_s}};
     for (const auto& [column, target] : times) {
       std::string_view value = fields[column_index[column]];
       if (!ParseNonNegative(value, *target)) {
@@ -119,8 +120,9 @@ StatusOr<Trace> ParseTrace(std::string_view text, std::string_view file_name) {
   if (trace.jobs.empty()) {
     return LineError(file_name, line_number, "no job rows after the header");
   }
-  std::stable_sort(trace.jobs.begin(), trace.jobs.end(),
-                   [](const TraceJob& a, const TraceJob& b) { return a.submission_s < b.submission_s; });
+  std::stable_sort(trace.jobs.begin(), trace.jobs.end(), [](const TraceJob& a, const TraceJob& b) {
+    return a.submission_s < b.submission_s;
+  });
   return trace;
 }
 

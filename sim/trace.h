@@ -1,8 +1,9 @@
 // ITP job trace: parsing and validation of `job_id,submission_time,duration,num_gpu` CSV files.
 //
-// A Trace is a plain value: the jobs of one file sorted by (submission time, line). Every error names
-// the file and the 1-based line ("cluster04.csv:17: duration: negative value -3"), because users feed
-// the simulator their own traces and one clear message beats a crash. Thread-safety: pure functions.
+// A Trace is a plain value: the jobs of one file sorted by (submission time, line). Every error
+// names the file and the 1-based line ("cluster04.csv:17: duration: negative value -3"), because
+// users feed the simulator their own traces and one clear message beats a crash. Thread-safety:
+// pure functions.
 #pragma once
 
 #include <string>
@@ -22,8 +23,8 @@ struct TraceJob {
 };
 
 struct Trace {
-  std::string file;              // name used in messages
-  std::vector<TraceJob> jobs;    // sorted by (submission_s, line): arrival order
+  std::string file;            // name used in messages
+  std::vector<TraceJob> jobs;  // sorted by (submission_s, line): arrival order
 };
 
 // Parses CSV text. The header must name the four columns (any order; extra columns are ignored);

@@ -1,8 +1,8 @@
 #include "sim/trace.h"
 
-#include <ostream>
-
 #include <gtest/gtest.h>
+
+#include <ostream>
 
 namespace nvl72::sim {
 namespace {
@@ -10,7 +10,8 @@ namespace {
 constexpr char kHeader[] = "job_id,submission_time,duration,num_gpu\n";
 
 TEST(ParseTrace, SortsByArrivalAndKeepsLines) {
-  StatusOr<Trace> t = ParseTrace(std::string(kHeader) + "b,20,5,8\na,10,7.5,1\r\nc,10,1,2\n", "x.csv");
+  StatusOr<Trace> t =
+      ParseTrace(std::string(kHeader) + "b,20,5,8\na,10,7.5,1\r\nc,10,1,2\n", "x.csv");
   ASSERT_TRUE(t.ok()) << t.status();
   ASSERT_EQ(t->jobs.size(), 3u);
   EXPECT_EQ(t->jobs[0].id, "a");
@@ -22,7 +23,8 @@ TEST(ParseTrace, SortsByArrivalAndKeepsLines) {
 }
 
 TEST(ParseTrace, ColumnsInAnyOrderAndExtraColumns) {
-  StatusOr<Trace> t = ParseTrace("num_gpu,extra,duration,job_id,submission_time\n4,zz,100,j1,3\n", "x.csv");
+  StatusOr<Trace> t =
+      ParseTrace("num_gpu,extra,duration,job_id,submission_time\n4,zz,100,j1,3\n", "x.csv");
   ASSERT_TRUE(t.ok()) << t.status();
   ASSERT_EQ(t->jobs.size(), 1u);
   EXPECT_EQ(t->jobs[0].gpus, 4);
@@ -44,7 +46,8 @@ TEST_P(ParseTraceErrors, NamesFileAndLine) {
   StatusOr<Trace> t = ParseTrace(GetParam().text, "jobs.csv");
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(t.status().message().find(GetParam().message), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().message().find(GetParam().message), std::string::npos)
+      << t.status().message();
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -74,7 +77,8 @@ TEST(CheckJobsFitCluster, NamesTheJobTooLarge) {
   EXPECT_TRUE(CheckJobsFitCluster(*t, 17).ok());
   Status s = CheckJobsFitCluster(*t, 16);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("jobs.csv:3: job big needs 17 GPUs"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("jobs.csv:3: job big needs 17 GPUs"), std::string::npos)
+      << s.message();
 }
 
 TEST(LoadTrace, UnreadableFileIsInvalidArgument) {
