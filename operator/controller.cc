@@ -1,0 +1,209 @@
+#include "operator/controller.h"
+
+#include <unistd.h>
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "kube/events.h"
+#include "kube/informer.h"
+#include "kube/leader_election.h"
+#include "kube/workqueue.h"
+#include "model/cluster_state.h"
+#include "model/names.h"
+#include "operator/log.h"
+#include "operator/object_store.h"
+#include "operator/reconciler.h"
+
+namespace nvl72::op {
+namespace {
+
+// Node fields that matter to placement; heartbeats (lastHeartbeatTime) do not trigger admission.
+Json NodeDigest(const Json& n) {
+  Json ready;
+  const Json& conds = kube::AtPath(n, "/status/conditions");
+  if (conds.is_array()) {
+    for (const auto& c : conds) {
+      if (c.value("type", "") == "Ready") ready = c.value("status", "");
+    }
+  }
+  return {{"labels", kube::AtPath(n, "/metadata/labels")},
+          {"spec", kube::AtPath(n, "/spec")},
+          {"allocatable", kube::AtPath(n, "/status/allocatable")},
+          {"ready", ready}};
+}
+
+std::string JobKeyOfPod(const Json& pod) {
+  auto labels = kube::Labels(pod);
+  auto it = labels.find(std::string(model::kJobLabel));
+  if (it == labels.end() || it->second.empty()) return "";
+  return kube::MakeKey(kube::Namespace(pod), it->second);
+}
+
+std::string DefaultIdentity() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return std::string(host) + "_" + std::to_string(getpid());
+}
+
+}  // namespace
+
+Controller::Controller(kube::Client* client, Options options, Metrics* metrics)
+    : client_(client), options_(std::move(options)), metrics_(metrics) {}
+
+Controller::~Controller() = default;
+
+Status Controller::Run(std::stop_token stop) {
+  kube::Clock* clock = kube::RealClock();
+  kube::WorkQueue queue(clock);
+  const std::string job_ns = options_.ns;
+
+  kube::InformerOptions jobs_opts;
+  jobs_opts.resource = Nvl72JobsResource();
+  jobs_opts.ns = job_ns;
+  kube::InformerOptions pods_opts;
+  pods_opts.resource = kube::kPods;  // all namespaces: every GPU pod counts
+  kube::InformerOptions nodes_opts;
+  nodes_opts.resource = kube::kNodes;
+  kube::Informer jobs(client_, clock, jobs_opts);
+  kube::Informer pods(client_, clock, pods_opts);
+  kube::Informer nodes(client_, clock, nodes_opts);
+  pods.AddIndexer(InformerStore::kJobIndex, &InformerStore::IndexPodByJob);
+
+  const std::string admission = Reconciler::kAdmissionKey;
+  jobs.AddEventHandler({
+      .on_add = [&](const ObjectPtr& o) { queue.Add(kube::KeyOf(*o)); },
+      .on_update = [&](const ObjectPtr&, const ObjectPtr& o) { queue.Add(kube::KeyOf(*o)); },
+      .on_delete =
+          [&](const ObjectPtr& o) {
+            queue.Add(kube::KeyOf(*o));
+            queue.Add(admission);
+          },
+  });
+  auto pod_changed = [&](const ObjectPtr& old_obj, const ObjectPtr& o, bool deleted) {
+    std::string key = JobKeyOfPod(*o);
+    if (!key.empty()) queue.Add(key);
+    // GPUs freed by a pod that ended or went away: other jobs may fit now.
+    const bool ended = model::PodTerminated(*o) && (old_obj == nullptr || !model::PodTerminated(*old_obj));
+    if ((deleted || ended) && model::PodGpuRequest(*o, options_.gpu_resource) > 0) queue.Add(admission);
+  };
+  pods.AddEventHandler({
+      .on_add = [&](const ObjectPtr& o) { pod_changed(nullptr, o, false); },
+      .on_update = [&](const ObjectPtr& old_obj, const ObjectPtr& o) { pod_changed(old_obj, o, false); },
+      .on_delete = [&](const ObjectPtr& o) { pod_changed(nullptr, o, true); },
+  });
+  nodes.AddEventHandler({
+      .on_add = [&](const ObjectPtr&) { queue.Add(admission); },
+      .on_update =
+          [&](const ObjectPtr& old_obj, const ObjectPtr& o) {
+            if (NodeDigest(*old_obj) != NodeDigest(*o)) queue.Add(admission);
+          },
+      .on_delete = [&](const ObjectPtr&) { queue.Add(admission); },
+  });
+
+  const std::string identity = options_.identity.empty() ? DefaultIdentity() : options_.identity;
+  kube::EventRecorder recorder(client_, clock,
+                               {.reporting_controller = "nvl72.dev/operator",
+                                .reporting_instance = identity});
+  InformerStore store(&jobs, &pods, &nodes);
+  ReconcilerOptions ropts;
+  ropts.cluster.domain_label = options_.domain_label;
+  ropts.cluster.domain_label_fallback = options_.domain_label_fallback;
+  ropts.cluster.gpu_resource = options_.gpu_resource;
+  ropts.cluster.tolerated_taint_keys = {options_.gpu_resource};
+  ropts.policy = options_.policy;
+  ropts.spares_per_domain = options_.spares_per_domain;
+  ropts.master_port = options_.master_port;
+  Reconciler reconciler(client_, &store, &recorder, metrics_,
+                        [&](const std::string& key) { queue.Add(key); }, ropts);
+
+  jobs.Start();
+  pods.Start();
+  nodes.Start();
+  NVL72_LOG(kInfo) << "waiting for caches to sync";
+  while (!stop.stop_requested()) {
+    if (jobs.WaitForSync(std::chrono::milliseconds(200)) &&
+        pods.WaitForSync(std::chrono::milliseconds(200)) &&
+        nodes.WaitForSync(std::chrono::milliseconds(200))) {
+      break;
+    }
+  }
+  if (stop.stop_requested()) return Status::Ok();
+  NVL72_LOG(kInfo) << "caches synced: " << jobs.Size() << " jobs, " << pods.Size() << " pods, "
+                   << nodes.Size() << " nodes";
+  ready_ = true;
+
+  std::vector<std::jthread> workers;
+  std::mutex mu;
+  std::condition_variable cv;
+  auto start_workers = [&] {
+    leader_ = true;
+    NVL72_LOG(kInfo) << "starting " << options_.workers << " workers as " << identity;
+    queue.Add(admission);
+    for (const auto& key : jobs.ListKeys()) queue.Add(key);
+    for (int i = 0; i < options_.workers; ++i) {
+      workers.emplace_back([&] {
+        while (auto key = queue.Get()) {
+          Status s = reconciler.Reconcile(*key);
+          if (s.ok()) {
+            queue.Forget(*key);
+          } else {
+            queue.AddRateLimited(*key);
+          }
+          queue.Done(*key);
+        }
+      });
+    }
+    // Safety net: an admission pass every admission_resync_seconds.
+    if (options_.admission_resync_seconds > 0) {
+      workers.emplace_back([&](std::stop_token st) {
+        std::unique_lock<std::mutex> l(mu);
+        while (!st.stop_requested() && !stop.stop_requested()) {
+          cv.wait_for(l, std::chrono::seconds(options_.admission_resync_seconds));
+          queue.Add(admission);
+        }
+      });
+    }
+  };
+  auto stop_workers = [&] {
+    leader_ = false;
+    queue.ShutDown();
+    for (auto& w : workers) w.request_stop();
+    cv.notify_all();
+    workers.clear();  // joins
+  };
+
+  Status result;
+  if (options_.leader_elect) {
+    kube::LeaderElectionConfig lec;
+    lec.lease_namespace = options_.lease_namespace;
+    lec.lease_name = options_.lease_name;
+    lec.identity = identity;
+    lec.on_started_leading = start_workers;
+    lec.on_stopped_leading = [&] { NVL72_LOG(kInfo) << "stopped leading"; };
+    lec.on_new_leader = [&](const std::string& id) {
+      if (id != identity) NVL72_LOG(kInfo) << "leader is " << id;
+    };
+    kube::LeaderElector elector(client_, clock, lec);
+    result = elector.Run(stop);
+    if (result.code() == StatusCode::kCancelled) result = Status::Ok();
+    stop_workers();
+  } else {
+    start_workers();
+    std::mutex wait_mu;
+    std::condition_variable_any wait_cv;
+    std::unique_lock<std::mutex> l(wait_mu);
+    wait_cv.wait(l, stop, [] { return false; });
+    stop_workers();
+  }
+  ready_ = false;
+  recorder.Flush(std::chrono::milliseconds(1000));
+  jobs.Stop();
+  pods.Stop();
+  nodes.Stop();
+  return result;
+}
+
+}  // namespace nvl72::op

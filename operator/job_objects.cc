@@ -1,0 +1,305 @@
+#include "operator/job_objects.h"
+
+#include <ctime>
+
+#include "model/cluster_state.h"
+#include "model/names.h"
+
+namespace nvl72::op {
+namespace {
+
+using model::kJobLabel;
+using model::kRankLabel;
+
+std::string Str(std::string_view s) { return std::string(s); }
+
+std::string FormatTime(std::chrono::system_clock::time_point t) {
+  std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Json OwnerReference(const Json& job) {
+  return {{"apiVersion", Str(model::kApiVersion)},
+          {"kind", Str(model::kKind)},
+          {"name", job["metadata"].value("name", "")},
+          {"uid", job["metadata"].value("uid", "")},
+          {"controller", true},
+          {"blockOwnerDeletion", true}};
+}
+
+void SetEnv(Json& container, const std::string& name, const std::string& value) {
+  Json& env = container["env"];
+  if (!env.is_array()) env = Json::array();
+  for (auto& e : env) {
+    if (e.is_object() && e.value("name", "") == name) {
+      e = {{"name", name}, {"value", value}};
+      return;
+    }
+  }
+  env.push_back({{"name", name}, {"value", value}});
+}
+
+void SetState(Json& status, std::string_view state, bool* changed) {
+  if (status.value("state", "") != state) {
+    status["state"] = Str(state);
+    *changed = true;
+  }
+}
+
+void SetObserved(Json& status, int64_t generation, bool* changed) {
+  if (!status.contains("observedGeneration") || status["observedGeneration"] != generation) {
+    status["observedGeneration"] = generation;
+    *changed = true;
+  }
+}
+
+}  // namespace
+
+std::string JoinDomains(const std::vector<std::string>& domains) {
+  std::string out;
+  for (const auto& d : domains) {
+    if (!out.empty()) out += ",";
+    out += d;
+  }
+  return out;
+}
+
+Json BuildRankPod(const Json& job, const model::JobSpec& spec, const model::RankAssignment& rank,
+                  int master_port, std::string_view gpu_resource) {
+  const std::string job_name = job["metadata"].value("name", "");
+  const std::string ns = job["metadata"].value("namespace", "");
+  Json pod = Json::object();
+  pod["apiVersion"] = "v1";
+  pod["kind"] = "Pod";
+  Json meta = spec.pod_template.contains("metadata") && spec.pod_template["metadata"].is_object()
+                  ? spec.pod_template["metadata"]
+                  : Json::object();
+  meta.erase("name");
+  meta.erase("generateName");
+  meta.erase("resourceVersion");
+  meta.erase("uid");
+  meta["name"] = model::RankPodName(job_name, rank.rank);
+  meta["namespace"] = ns;
+  if (!meta["labels"].is_object()) meta["labels"] = Json::object();
+  meta["labels"][Str(kJobLabel)] = job_name;
+  meta["labels"][Str(kRankLabel)] = std::to_string(rank.rank);
+  if (!meta["annotations"].is_object()) meta["annotations"] = Json::object();
+  meta["annotations"][Str(model::kNodeAnnotation)] = rank.node;
+  meta["ownerReferences"] = Json::array({OwnerReference(job)});
+  pod["metadata"] = std::move(meta);
+
+  Json podspec = spec.pod_template.contains("spec") && spec.pod_template["spec"].is_object()
+                     ? spec.pod_template["spec"]
+                     : Json::object();
+  podspec.erase("nodeName");
+  podspec["schedulerName"] = Str(model::kSchedulerName);
+  podspec["hostname"] = model::RankPodName(job_name, rank.rank);
+  podspec["subdomain"] = job_name;
+  if (!podspec.contains("restartPolicy")) podspec["restartPolicy"] = "Never";
+
+  // Required node affinity on the planned node, ANDed into every existing required term.
+  Json expr = {{"key", Str(model::kHostnameLabel)}, {"operator", "In"}, {"values", {rank.node}}};
+  Json& required = podspec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+  Json& terms = required["nodeSelectorTerms"];
+  if (!terms.is_array() || terms.empty()) terms = Json::array({Json::object()});
+  for (auto& term : terms) {
+    if (!term["matchExpressions"].is_array()) term["matchExpressions"] = Json::array();
+    term["matchExpressions"].push_back(expr);
+  }
+
+  const std::string world = std::to_string(spec.replicas);
+  const std::string master = model::RankPodName(job_name, 0) + "." + job_name + "." + ns + ".svc";
+  if (!podspec["containers"].is_array()) podspec["containers"] = Json::array();
+  for (auto& c : podspec["containers"]) {
+    SetEnv(c, Str(model::kEnvRank), std::to_string(rank.rank));
+    SetEnv(c, Str(model::kEnvWorldSize), world);
+    SetEnv(c, Str(model::kEnvMasterAddr), master);
+    SetEnv(c, Str(model::kEnvMasterPort), std::to_string(master_port));
+  }
+  pod["spec"] = std::move(podspec);
+  if (model::PodGpuRequest(pod, gpu_resource) == 0 && !pod["spec"]["containers"].empty()) {
+    Json& res = pod["spec"]["containers"][0]["resources"];
+    res["requests"][Str(gpu_resource)] = std::to_string(spec.gpus_per_replica);
+    res["limits"][Str(gpu_resource)] = std::to_string(spec.gpus_per_replica);
+  }
+  return pod;
+}
+
+Json BuildHeadlessService(const Json& job, int master_port) {
+  const std::string job_name = job["metadata"].value("name", "");
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata",
+           {{"name", job_name},
+            {"namespace", job["metadata"].value("namespace", "")},
+            {"labels", {{Str(kJobLabel), job_name}}},
+            {"ownerReferences", Json::array({OwnerReference(job)})}}},
+          {"spec",
+           {{"clusterIP", "None"},
+            {"selector", {{Str(kJobLabel), job_name}}},
+            {"publishNotReadyAddresses", true},
+            {"ports", Json::array({{{"name", "master"}, {"port", master_port}}})}}}};
+}
+
+bool SetCondition(Json& status, std::string_view type, std::string_view cond_status,
+                  std::string_view reason, std::string_view message, int64_t generation,
+                  std::chrono::system_clock::time_point now) {
+  if (!status.is_object()) status = Json::object();
+  Json& conds = status["conditions"];
+  if (!conds.is_array()) conds = Json::array();
+  Json* found = nullptr;
+  for (auto& c : conds) {
+    if (c.is_object() && c.value("type", "") == type) found = &c;
+  }
+  if (found == nullptr) {
+    conds.push_back({{"type", Str(type)}});
+    found = &conds.back();
+  }
+  Json& c = *found;
+  bool changed = false;
+  if (c.value("status", "") != cond_status) {
+    c["status"] = Str(cond_status);
+    c["lastTransitionTime"] = FormatTime(now);
+    changed = true;
+  } else if (!c.contains("lastTransitionTime")) {
+    c["lastTransitionTime"] = FormatTime(now);
+    changed = true;
+  }
+  if (c.value("reason", "") != reason) {
+    c["reason"] = Str(reason);
+    changed = true;
+  }
+  if (c.value("message", "") != message) {
+    c["message"] = Str(message);
+    changed = true;
+  }
+  if (!c.contains("observedGeneration") || c["observedGeneration"] != generation) {
+    c["observedGeneration"] = generation;
+    changed = true;
+  }
+  return changed;
+}
+
+PodSummary SummarizePods(const model::JobPlacement& placement,
+                         const std::vector<const Json*>& pods) {
+  PodSummary s;
+  s.ranks = static_cast<int>(placement.ranks.size());
+  for (const Json* p : pods) {
+    int rank = -1;
+    if (!model::GangRankOf(*p, nullptr, &rank)) continue;
+    const model::RankAssignment* a = placement.FindRank(rank);
+    if (a == nullptr) continue;
+    if (p->contains("metadata") && (*p)["metadata"].value("name", "") != a->pod) continue;
+    ++s.created;
+    std::string node;
+    if (p->contains("spec")) node = (*p)["spec"].value("nodeName", "");
+    if (!node.empty()) {
+      if (node == a->node) {
+        ++s.bound;
+      } else {
+        ++s.misplaced;
+      }
+    }
+    std::string phase;
+    if (p->contains("status")) phase = (*p)["status"].value("phase", "");
+    if (phase == "Running") ++s.running;
+    if (phase == "Succeeded") ++s.succeeded;
+    if (phase == "Failed") {
+      ++s.failed;
+      if (s.first_failed_pod.empty()) s.first_failed_pod = a->pod;
+    }
+  }
+  return s;
+}
+
+void ApplyAdmittedStatus(Json& status, const model::JobPlacement& placement, int64_t generation,
+                         std::chrono::system_clock::time_point now) {
+  if (!status.is_object()) status = Json::object();
+  status["placement"] = model::PlacementToJson(placement);
+  status["domains"] = JoinDomains(placement.domains);
+  status["state"] = "Admitted";
+  status["observedGeneration"] = generation;
+  SetCondition(status, model::kConditionAdmitted, "True", "Admitted",
+               "placed " + std::to_string(placement.ranks.size()) + " ranks in " +
+                   JoinDomains(placement.domains),
+               generation, now);
+  SetCondition(status, model::kConditionPlaced, "False", "PodsPending",
+               "0 of " + std::to_string(placement.ranks.size()) + " rank pods bound", generation,
+               now);
+}
+
+bool ApplyWaitingStatus(Json& status, std::string_view message, int64_t generation,
+                        std::chrono::system_clock::time_point now) {
+  if (!status.is_object()) status = Json::object();
+  bool changed = SetCondition(status, model::kConditionAdmitted, "False", "Waiting", message,
+                              generation, now);
+  SetState(status, "Waiting", &changed);
+  SetObserved(status, generation, &changed);
+  return changed;
+}
+
+bool ApplyInvalidStatus(Json& status, std::string_view message, int64_t generation,
+                        std::chrono::system_clock::time_point now) {
+  if (!status.is_object()) status = Json::object();
+  bool changed = SetCondition(status, model::kConditionAdmitted, "False", "InvalidSpec", message,
+                              generation, now);
+  SetState(status, "Invalid", &changed);
+  SetObserved(status, generation, &changed);
+  return changed;
+}
+
+bool ApplyPlacedStatus(Json& status, const model::JobPlacement& placement, const PodSummary& s,
+                       int64_t generation, std::chrono::system_clock::time_point now) {
+  if (!status.is_object()) status = Json::object();
+  bool changed = false;
+  const std::string n = std::to_string(s.ranks);
+  changed |= SetCondition(status, model::kConditionAdmitted, "True", "Admitted",
+                          "placed " + n + " ranks in " + JoinDomains(placement.domains),
+                          generation, now);
+  if (s.bound == s.ranks && s.ranks > 0) {
+    changed |= SetCondition(status, model::kConditionPlaced, "True", "AllRanksBound",
+                            "all " + n + " rank pods bound to their planned nodes", generation, now);
+  } else {
+    std::string msg = std::to_string(s.bound) + " of " + n + " rank pods bound";
+    if (s.created < s.ranks) msg += ", " + std::to_string(s.ranks - s.created) + " not created yet";
+    if (s.misplaced > 0) msg += ", " + std::to_string(s.misplaced) + " bound to another node";
+    changed |= SetCondition(status, model::kConditionPlaced, "False",
+                            s.misplaced > 0 ? "Misplaced" : "PodsPending", msg, generation, now);
+  }
+  std::string state = "Admitted";
+  if (s.failed > 0) {
+    state = "Failed";
+    changed |= SetCondition(status, model::kConditionFailed, "True", "RankFailed",
+                            "rank pod " + s.first_failed_pod + " failed", generation, now);
+    changed |= SetCondition(status, model::kConditionRunning, "False", "RankFailed",
+                            "rank pod " + s.first_failed_pod + " failed", generation, now);
+  } else if (s.succeeded == s.ranks && s.ranks > 0) {
+    state = "Succeeded";
+    changed |= SetCondition(status, model::kConditionSucceeded, "True", "AllRanksSucceeded",
+                            "all " + n + " ranks succeeded", generation, now);
+    changed |= SetCondition(status, model::kConditionRunning, "False", "Completed",
+                            "all ranks completed", generation, now);
+  } else if (s.running == s.ranks && s.ranks > 0) {
+    state = "Running";
+    changed |= SetCondition(status, model::kConditionRunning, "True", "AllRanksRunning",
+                            "all " + n + " ranks running", generation, now);
+  } else {
+    changed |= SetCondition(status, model::kConditionRunning, "False", "RanksNotRunning",
+                            std::to_string(s.running) + " of " + n + " ranks running", generation,
+                            now);
+  }
+  SetState(status, state, &changed);
+  std::string domains = JoinDomains(placement.domains);
+  if (status.value("domains", "") != domains) {
+    status["domains"] = domains;
+    changed = true;
+  }
+  SetObserved(status, generation, &changed);
+  return changed;
+}
+
+}  // namespace nvl72::op

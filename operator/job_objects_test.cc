@@ -1,0 +1,108 @@
+#include "operator/job_objects.h"
+
+#include <gtest/gtest.h>
+
+namespace nvl72::op {
+namespace {
+
+Json JobWithTemplate(Json tmpl) {
+  return {{"metadata", {{"name", "j"}, {"namespace", "ns"}, {"uid", "u1"}}},
+          {"spec", {{"replicas", 2}, {"gpusPerReplica", 2}, {"template", std::move(tmpl)}}}};
+}
+
+TEST(BuildRankPodTest, KeepsTemplateAndAndsAffinity) {
+  Json tmpl = Json::parse(R"({
+    "metadata": {"labels": {"app": "x"}, "name": "ignored"},
+    "spec": {"restartPolicy": "OnFailure", "priorityClassName": "high",
+      "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+                              {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}]}}},
+      "containers": [{"name": "c", "env": [{"name": "NVL72_RANK", "value": "stale"}],
+                      "resources": {"limits": {"nvidia.com/gpu": "1"}}},
+                     {"name": "side"}]}})");
+  Json job = JobWithTemplate(tmpl);
+  auto spec = model::ParseJobSpec(job["spec"]);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  Json pod = BuildRankPod(job, *spec, {1, "n7", "j-1"}, 1234, "nvidia.com/gpu");
+  EXPECT_EQ(pod["metadata"]["name"], "j-1");
+  EXPECT_EQ(pod["metadata"]["namespace"], "ns");
+  EXPECT_EQ(pod["metadata"]["labels"]["app"], "x");
+  EXPECT_EQ(pod["metadata"]["labels"]["nvl72.dev/job"], "j");
+  EXPECT_EQ(pod["metadata"]["labels"]["nvl72.dev/rank"], "1");
+  EXPECT_EQ(pod["metadata"]["annotations"]["nvl72.dev/node"], "n7");
+  EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["uid"], "u1");
+  EXPECT_EQ(pod["spec"]["restartPolicy"], "OnFailure");
+  EXPECT_EQ(pod["spec"]["hostname"], "j-1");
+  EXPECT_EQ(pod["spec"]["subdomain"], "j");
+  const Json& terms = pod["spec"]["affinity"]["nodeAffinity"]
+                         ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+  ASSERT_EQ(terms.size(), 2u);
+  for (const auto& t : terms) {
+    ASSERT_EQ(t["matchExpressions"].size(), 2u);
+    EXPECT_EQ(t["matchExpressions"][1]["key"], "kubernetes.io/hostname");
+    EXPECT_EQ(t["matchExpressions"][1]["values"][0], "n7");
+  }
+  // Env replaced, not duplicated; also on the sidecar.
+  int rank_envs = 0;
+  for (const auto& e : pod["spec"]["containers"][0]["env"]) {
+    if (e["name"] == "NVL72_RANK") {
+      ++rank_envs;
+      EXPECT_EQ(e["value"], "1");
+    }
+  }
+  EXPECT_EQ(rank_envs, 1);
+  EXPECT_EQ(pod["spec"]["containers"][1]["env"].size(), 4u);
+  // The template asked for GPUs itself: left alone.
+  EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], "1");
+  EXPECT_FALSE(pod["spec"]["containers"][0]["resources"].contains("requests"));
+}
+
+TEST(ConditionsTest, TransitionTimeMovesOnlyOnStatusChange) {
+  Json status;
+  auto t0 = std::chrono::system_clock::from_time_t(1000000);
+  auto t1 = t0 + std::chrono::seconds(5);
+  EXPECT_TRUE(SetCondition(status, "Admitted", "False", "Waiting", "m1", 1, t0));
+  const std::string first = status["conditions"][0]["lastTransitionTime"];
+  EXPECT_FALSE(SetCondition(status, "Admitted", "False", "Waiting", "m1", 1, t1));
+  EXPECT_TRUE(SetCondition(status, "Admitted", "False", "Waiting", "m2", 1, t1));
+  EXPECT_EQ(status["conditions"][0]["lastTransitionTime"], first);
+  EXPECT_TRUE(SetCondition(status, "Admitted", "True", "Admitted", "ok", 2, t1));
+  EXPECT_NE(status["conditions"][0]["lastTransitionTime"], first);
+  EXPECT_EQ(status["conditions"][0]["observedGeneration"], 2);
+  EXPECT_EQ(status["conditions"].size(), 1u);
+}
+
+TEST(SummaryTest, StatesFromPods) {
+  model::JobPlacement p;
+  p.domains = {"d"};
+  p.ranks = {{0, "n0", "j-0"}, {1, "n1", "j-1"}};
+  auto pod = [](int rank, const std::string& node, const std::string& phase) {
+    return Json{{"metadata",
+                 {{"name", "j-" + std::to_string(rank)},
+                  {"labels", {{"nvl72.dev/job", "j"}, {"nvl72.dev/rank", std::to_string(rank)}}}}},
+                {"spec", {{"nodeName", node}}},
+                {"status", {{"phase", phase}}}};
+  };
+  Json a = pod(0, "n0", "Running"), b = pod(1, "n9", "Pending");
+  PodSummary s = SummarizePods(p, {&a, &b});
+  EXPECT_EQ(s.created, 2);
+  EXPECT_EQ(s.bound, 1);
+  EXPECT_EQ(s.misplaced, 1);
+  EXPECT_EQ(s.running, 1);
+  Json status;
+  auto now = std::chrono::system_clock::now();
+  EXPECT_TRUE(ApplyPlacedStatus(status, p, s, 1, now));
+  EXPECT_EQ(status["state"], "Admitted");
+  EXPECT_FALSE(ApplyPlacedStatus(status, p, s, 1, now));
+  b = pod(1, "n1", "Running");
+  s = SummarizePods(p, {&a, &b});
+  EXPECT_TRUE(ApplyPlacedStatus(status, p, s, 1, now));
+  EXPECT_EQ(status["state"], "Running");
+  b = pod(1, "n1", "Failed");
+  s = SummarizePods(p, {&a, &b});
+  EXPECT_TRUE(ApplyPlacedStatus(status, p, s, 1, now));
+  EXPECT_EQ(status["state"], "Failed");
+}
+
+}  // namespace
+}  // namespace nvl72::op

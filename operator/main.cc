@@ -1,0 +1,140 @@
+// nvl72-operator: admits NVL72Job gangs all-or-nothing into one NVLink domain. See docs/operator.md.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <stop_token>
+#include <thread>
+
+#include <httplib.h>
+#include <prometheus/exposer.h>
+
+#include "kube/config.h"
+#include "kube/http_client.h"
+#include "operator/controller.h"
+#include "operator/log.h"
+#include "operator/metrics.h"
+#include "operator/options.h"
+
+#ifndef NVL72_VERSION
+#define NVL72_VERSION "dev"
+#endif
+
+namespace nvl72::op {
+namespace {
+
+StatusOr<kube::Config> LoadConfig(const Options& o) {
+  if (!o.kubeconfig.empty()) return kube::LoadKubeconfig(o.kubeconfig);
+  if (std::getenv("KUBERNETES_SERVICE_HOST") != nullptr) return kube::InClusterConfig();
+  if (const char* env = std::getenv("KUBECONFIG"); env != nullptr && *env != '\0') {
+    return kube::LoadKubeconfig(env);
+  }
+  return kube::InClusterConfig();
+}
+
+int Main(int argc, char** argv) {
+  auto parsed = ParseOptions(std::vector<std::string>(argv + 1, argv + argc));
+  if (!parsed.ok()) {
+    std::cerr << "nvl72-operator: " << parsed.status().message() << "\n";
+    return 2;
+  }
+  Options o = std::move(parsed).value();
+  if (o.help) {
+    std::cout << Usage();
+    return 0;
+  }
+  if (o.version) {
+    std::cout << "nvl72-operator " << NVL72_VERSION << "\n";
+    return 0;
+  }
+  SetLogLevel(ParseLogLevel(o.log_level));
+
+  // Signals are handled by one thread; every other thread has them blocked.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  auto config = LoadConfig(o);
+  if (!config.ok()) {
+    NVL72_LOG(kError) << "config: " << config.status();
+    return 1;
+  }
+  NVL72_LOG(kInfo) << "nvl72-operator " << NVL72_VERSION << " -> " << config->DebugString();
+  auto client = kube::HttpClient::Create(*config);
+  if (!client.ok()) {
+    NVL72_LOG(kError) << "client: " << client.status();
+    return 1;
+  }
+
+  Metrics metrics;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  if (!o.metrics_addr.empty() && o.metrics_addr != "0") {
+    std::string host;
+    int port = 0;
+    SplitHostPort(o.metrics_addr, &host, &port);
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(host + ":" + std::to_string(port));
+      exposer->RegisterCollectable(metrics.registry());
+    } catch (const std::exception& e) {
+      NVL72_LOG(kError) << "metrics server on " << o.metrics_addr << ": " << e.what();
+      return 1;
+    }
+  }
+
+  Controller controller(client->get(), o, &metrics);
+
+  httplib::Server health;
+  std::jthread health_thread;
+  if (!o.health_addr.empty() && o.health_addr != "0") {
+    std::string host;
+    int port = 0;
+    SplitHostPort(o.health_addr, &host, &port);
+    health.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {
+      res.status = controller.Healthy() ? 200 : 500;
+      res.set_content(controller.Healthy() ? "ok\n" : "unhealthy\n", "text/plain");
+    });
+    health.Get("/readyz", [&](const httplib::Request&, httplib::Response& res) {
+      const bool ready = controller.Ready();
+      res.status = ready ? 200 : 503;
+      res.set_content(ready ? (controller.IsLeader() ? "ok leader\n" : "ok standby\n")
+                            : "caches not synced\n",
+                      "text/plain");
+    });
+    if (!health.bind_to_port(host, port)) {
+      NVL72_LOG(kError) << "health server: cannot bind " << o.health_addr;
+      return 1;
+    }
+    health_thread = std::jthread([&] { health.listen_after_bind(); });
+  }
+
+  std::stop_source stop;
+  std::jthread signal_thread([&] {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    NVL72_LOG(kInfo) << "signal " << sig << ": shutting down";
+    stop.request_stop();
+  });
+
+  Status s = controller.Run(stop.get_token());
+  if (!stop.stop_requested()) {
+    // Lost leadership or a fatal error: wake the signal thread so it can be joined.
+    stop.request_stop();
+    pthread_kill(signal_thread.native_handle(), SIGTERM);
+  }
+  health.stop();
+  if (!s.ok()) {
+    NVL72_LOG(kError) << "controller: " << s;
+    return 1;
+  }
+  NVL72_LOG(kInfo) << "bye";
+  return 0;
+}
+
+}  // namespace
+}  // namespace nvl72::op
+
+int main(int argc, char** argv) { return nvl72::op::Main(argc, argv); }

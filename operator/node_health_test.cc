@@ -1,0 +1,56 @@
+#include "operator/node_health.h"
+
+#include <gtest/gtest.h>
+
+namespace nvl72::op {
+namespace {
+
+using Json = nlohmann::json;
+
+Json Node(const std::string& name, const std::string& ready, const std::string& since = "") {
+  Json n = {{"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.clique", "r"}}}}},
+            {"spec", Json::object()},
+            {"status",
+             {{"allocatable", {{"nvidia.com/gpu", "4"}}},
+              {"conditions", {{{"type", "Ready"}, {"status", ready}}}}}}};
+  if (!since.empty()) n["status"]["conditions"][0]["lastTransitionTime"] = since;
+  return n;
+}
+
+std::chrono::system_clock::time_point At(int sec) {
+  std::tm tm{};
+  tm.tm_year = 126;
+  tm.tm_mday = 1;
+  tm.tm_sec = sec;
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+TEST(NodeHealthTest, EachCause) {
+  std::vector<Json> nodes = {Node("ok", "True"), Node("blip", "False", "2026-01-01T00:00:00Z"),
+                             Node("tainted", "True"), Node("small", "True"),
+                             Node("cordoned", "True")};
+  nodes[2]["spec"]["taints"] = {{{"key", "node.kubernetes.io/unreachable"}, {"effect", "NoExecute"}}};
+  nodes[3]["status"]["allocatable"]["nvidia.com/gpu"] = "2";
+  nodes[4]["spec"]["unschedulable"] = true;
+  auto st = model::ClusterState::Build(nodes, {}, {}, {});
+  const auto grace = std::chrono::seconds(60);
+  EXPECT_EQ(CheckNode(st, "ok", 4, grace, At(10)), NodeFailure::kNone);
+  EXPECT_EQ(CheckNode(st, "blip", 4, grace, At(30)), NodeFailure::kNone);
+  EXPECT_EQ(CheckNode(st, "blip", 4, grace, At(61)), NodeFailure::kNotReady);
+  EXPECT_EQ(CheckNode(st, "tainted", 4, grace, At(0)), NodeFailure::kNoExecuteTaint);
+  EXPECT_EQ(CheckNode(st, "small", 4, grace, At(0)), NodeFailure::kGpusLost);
+  EXPECT_EQ(CheckNode(st, "small", 2, grace, At(0)), NodeFailure::kNone);
+  EXPECT_EQ(CheckNode(st, "gone", 4, grace, At(0)), NodeFailure::kNodeGone);
+  EXPECT_EQ(CheckNode(st, "cordoned", 4, grace, At(0)), NodeFailure::kNone);
+
+  model::JobPlacement p;
+  p.ranks = {{0, "ok", "j-0"}, {1, "gone", "j-1"}, {2, "blip", "j-2"}, {3, "tainted", "j-3"}};
+  auto failed = FailedRanks(st, p, 4, grace, At(30));
+  ASSERT_EQ(failed.size(), 2u);
+  EXPECT_EQ(failed[0].rank, 1);
+  EXPECT_EQ(NodeFailureName(failed[0].cause), "NodeGone");
+  EXPECT_EQ(failed[1].rank, 3);
+}
+
+}  // namespace
+}  // namespace nvl72::op

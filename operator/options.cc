@@ -1,0 +1,138 @@
+#include "operator/options.h"
+
+#include <charconv>
+#include <functional>
+#include <map>
+
+#include "placement/policy.h"
+
+namespace nvl72::op {
+namespace {
+
+bool ParseInt(const std::string& s, int* out) {
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+}  // namespace
+
+std::string Usage() {
+  return R"(nvl72-operator: admits NVL72Job gangs all-or-nothing into one NVLink domain.
+
+Usage: nvl72-operator [flags]
+
+  --kubeconfig PATH            kubeconfig file (default: in-cluster config, else $KUBECONFIG)
+  --namespace NS               namespace of watched NVL72Jobs (default: all namespaces)
+  --domain-label KEY           node label naming the NVLink domain (default nvidia.com/gpu.clique)
+  --domain-label-fallback KEY  node label used when the domain label is missing (default none)
+  --gpu-resource NAME          GPU extended resource (default nvidia.com/gpu)
+  --spares-per-domain N        empty nodes per domain kept out of new gangs (default 2)
+  --policy NAME                placement policy: nvl72 | spread | first-fit | domain-best-fit (default nvl72)
+  --workers N                  concurrent reconcile workers (default 4)
+  --master-port N              MASTER_PORT given to rank pods (default 29500)
+  --admission-resync-seconds N period of the safety-net admission pass (default 30; 0 = off)
+  --leader-elect[=BOOL]        run leader election on a Lease (default false)
+  --lease-name NAME            Lease name (default nvl72-operator)
+  --lease-namespace NS         Lease namespace (default kube-system)
+  --identity ID                leader election identity (default hostname_pid)
+  --metrics-addr HOST:PORT     Prometheus /metrics (default 0.0.0.0:8080; "0" disables)
+  --health-addr HOST:PORT      /healthz and /readyz (default 0.0.0.0:8081; "0" disables)
+  --log-level LEVEL            debug | info | warning | error (default info)
+  --help                       this text
+  --version                    print the version
+)";
+}
+
+StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
+  Options o;
+  std::map<std::string, std::string*> strings = {
+      {"kubeconfig", &o.kubeconfig},         {"namespace", &o.ns},
+      {"domain-label", &o.domain_label},     {"domain-label-fallback", &o.domain_label_fallback},
+      {"gpu-resource", &o.gpu_resource},     {"policy", &o.policy},
+      {"lease-name", &o.lease_name},         {"lease-namespace", &o.lease_namespace},
+      {"identity", &o.identity},             {"metrics-addr", &o.metrics_addr},
+      {"health-addr", &o.health_addr},       {"log-level", &o.log_level}};
+  std::map<std::string, int*> ints = {{"spares-per-domain", &o.spares_per_domain},
+                                      {"workers", &o.workers},
+                                      {"master-port", &o.master_port},
+                                      {"admission-resync-seconds", &o.admission_resync_seconds}};
+  std::map<std::string, bool*> bools = {
+      {"leader-elect", &o.leader_elect}, {"help", &o.help}, {"version", &o.version}};
+
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "-h") {
+      o.help = true;
+      continue;
+    }
+    if (a.rfind("--", 0) != 0) return InvalidArgumentError("unexpected argument \"" + a + "\"");
+    std::string name = a.substr(2), value;
+    bool has_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    if (auto b = bools.find(name); b != bools.end()) {
+      if (!has_value || value == "true") {
+        *b->second = true;
+      } else if (value == "false") {
+        *b->second = false;
+      } else {
+        return InvalidArgumentError("--" + name + ": expected true or false, got \"" + value + "\"");
+      }
+      continue;
+    }
+    if (!has_value) {
+      if (i + 1 >= args.size()) return InvalidArgumentError("--" + name + " needs a value");
+      value = args[++i];
+    }
+    if (auto s = strings.find(name); s != strings.end()) {
+      *s->second = value;
+    } else if (auto n = ints.find(name); n != ints.end()) {
+      if (!ParseInt(value, n->second) || *n->second < 0) {
+        return InvalidArgumentError("--" + name + ": expected a non-negative integer, got \"" +
+                                    value + "\"");
+      }
+    } else {
+      return InvalidArgumentError("unknown flag --" + name + " (see --help)");
+    }
+  }
+  if (o.help || o.version) return o;
+  if (placement::MakePolicy(o.policy) == nullptr) {
+    return InvalidArgumentError("--policy: unknown policy \"" + o.policy + "\"");
+  }
+  if (o.log_level != "debug" && o.log_level != "info" && o.log_level != "warning" &&
+      o.log_level != "error") {
+    return InvalidArgumentError("--log-level: expected debug, info, warning or error");
+  }
+  if (o.workers < 1) return InvalidArgumentError("--workers: must be >= 1");
+  if (o.domain_label.empty()) return InvalidArgumentError("--domain-label: must not be empty");
+  for (auto [flag, addr] : {std::pair{"--metrics-addr", &o.metrics_addr},
+                            std::pair{"--health-addr", &o.health_addr}}) {
+    std::string host;
+    int port = 0;
+    if (!addr->empty() && *addr != "0" && !SplitHostPort(*addr, &host, &port)) {
+      return InvalidArgumentError(std::string(flag) + ": expected HOST:PORT, got \"" + *addr + "\"");
+    }
+  }
+  if (o.leader_elect && (o.lease_name.empty() || o.lease_namespace.empty())) {
+    return InvalidArgumentError("--leader-elect needs --lease-name and --lease-namespace");
+  }
+  return o;
+}
+
+bool SplitHostPort(const std::string& addr, std::string* host, int* port) {
+  auto colon = addr.rfind(':');
+  if (colon == std::string::npos) return false;
+  std::string h = addr.substr(0, colon);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  if (h.empty()) h = "0.0.0.0";
+  int p = 0;
+  if (!ParseInt(addr.substr(colon + 1), &p) || p < 0 || p > 65535) return false;
+  *host = h;
+  *port = p;
+  return true;
+}
+
+}  // namespace nvl72::op

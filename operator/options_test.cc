@@ -1,0 +1,71 @@
+#include "operator/options.h"
+
+#include <gtest/gtest.h>
+
+namespace nvl72::op {
+namespace {
+
+TEST(OptionsTest, Defaults) {
+  auto o = ParseOptions({});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->domain_label, "nvidia.com/gpu.clique");
+  EXPECT_EQ(o->spares_per_domain, 2);
+  EXPECT_EQ(o->policy, "nvl72");
+  EXPECT_FALSE(o->leader_elect);
+  EXPECT_EQ(o->ns, "");
+}
+
+TEST(OptionsTest, BothFlagForms) {
+  auto o = ParseOptions({"--kubeconfig", "/k", "--namespace=team", "--spares-per-domain=0",
+                         "--leader-elect", "--lease-name", "l", "--policy=first-fit",
+                         "--domain-label-fallback", "rack", "--metrics-addr=:9090",
+                         "--health-addr", "127.0.0.1:0", "--log-level=debug"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->kubeconfig, "/k");
+  EXPECT_EQ(o->ns, "team");
+  EXPECT_EQ(o->spares_per_domain, 0);
+  EXPECT_TRUE(o->leader_elect);
+  EXPECT_EQ(o->lease_name, "l");
+  EXPECT_EQ(o->policy, "first-fit");
+  EXPECT_EQ(o->domain_label_fallback, "rack");
+  EXPECT_EQ(o->log_level, "debug");
+  auto off = ParseOptions({"--leader-elect=false"});
+  ASSERT_TRUE(off.ok());
+  EXPECT_FALSE(off->leader_elect);
+}
+
+TEST(OptionsTest, ErrorsNameTheFlag) {
+  for (auto [args, flag] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--bogus"}, "--bogus"},
+           {{"--spares-per-domain", "x"}, "--spares-per-domain"},
+           {{"--policy", "magic"}, "--policy"},
+           {{"--metrics-addr", "nohost"}, "--metrics-addr"},
+           {{"--log-level", "loud"}, "--log-level"},
+           {{"--namespace"}, "--namespace"},
+           {{"--leader-elect=maybe"}, "--leader-elect"}}) {
+    auto o = ParseOptions(args);
+    ASSERT_FALSE(o.ok()) << flag;
+    EXPECT_NE(o.status().message().find(flag), std::string::npos) << o.status().message();
+  }
+}
+
+TEST(OptionsTest, HelpAndVersion) {
+  EXPECT_TRUE(ParseOptions({"--help"})->help);
+  EXPECT_TRUE(ParseOptions({"--version"})->version);
+  EXPECT_NE(Usage().find("--spares-per-domain"), std::string::npos);
+}
+
+TEST(OptionsTest, SplitHostPort) {
+  std::string h;
+  int p = 0;
+  ASSERT_TRUE(SplitHostPort(":8080", &h, &p));
+  EXPECT_EQ(h, "0.0.0.0");
+  EXPECT_EQ(p, 8080);
+  ASSERT_TRUE(SplitHostPort("[::1]:81", &h, &p));
+  EXPECT_EQ(h, "::1");
+  EXPECT_FALSE(SplitHostPort("host", &h, &p));
+  EXPECT_FALSE(SplitHostPort("h:99999", &h, &p));
+}
+
+}  // namespace
+}  // namespace nvl72::op

@@ -1,0 +1,444 @@
+#include "operator/reconciler.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include "kube/errors.h"
+#include "kube/object.h"
+#include "model/names.h"
+#include "operator/job_objects.h"
+#include "operator/log.h"
+
+namespace nvl72::op {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+bool HasFinalizer(const Json& obj) {
+  const Json& f = kube::AtPath(obj, "/metadata/finalizers");
+  if (!f.is_array()) return false;
+  for (const auto& v : f) {
+    if (v.is_string() && v.get_ref<const std::string&>() == model::kReservationFinalizer) return true;
+  }
+  return false;
+}
+
+std::string CreationTimestamp(const Json& obj) {
+  const Json& t = kube::AtPath(obj, "/metadata/creationTimestamp");
+  return t.is_string() ? t.get<std::string>() : std::string();
+}
+
+}  // namespace
+
+Reconciler::Reconciler(kube::Client* client, const ObjectStore* store, kube::EventRecorder* events,
+                       Metrics* metrics, Enqueue enqueue, ReconcilerOptions options,
+                       WallClock wall_clock)
+    : client_(client),
+      store_(store),
+      events_(events),
+      metrics_(metrics),
+      enqueue_(std::move(enqueue)),
+      options_(std::move(options)),
+      wall_clock_(wall_clock ? std::move(wall_clock) : [] { return std::chrono::system_clock::now(); }) {
+  placement::PolicyOptions po;
+  po.spares_per_domain = options_.spares_per_domain;
+  policy_ = placement::MakePolicy(options_.policy, po);
+  if (policy_ == nullptr) policy_ = placement::MakePolicy("nvl72", po);
+}
+
+Status Reconciler::Reconcile(const std::string& key) {
+  auto t0 = Clock::now();
+  const bool admission = key == kAdmissionKey;
+  Status s = admission ? AdmitPending() : ReconcileJob(key);
+  if (metrics_ != nullptr) {
+    metrics_->CountReconcile(admission ? "admission" : "job",
+                             s.ok() ? "ok" : (kube::IsConflict(s) ? "requeue" : "error"),
+                             SecondsSince(t0));
+  }
+  if (!s.ok()) NVL72_LOG(kDebug) << "reconcile " << key << ": " << s;
+  return s;
+}
+
+Reconciler::PassStats Reconciler::LastPass() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return last_pass_;
+}
+
+void Reconciler::Event(const Json& obj, bool warning, const std::string& reason,
+                       const std::string& action, const std::string& note) {
+  if (events_ == nullptr) return;
+  events_->Record(obj, warning ? kube::EventType::kWarning : kube::EventType::kNormal, reason,
+                  action, note);
+}
+
+std::optional<model::JobPlacement> Reconciler::EffectivePlacement(const Json& job) const {
+  auto p = model::PlacementOf(job);
+  if (p.ok() && p->has_value()) return **p;
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = assumed_.find(kube::KeyOf(job));
+  if (it != assumed_.end() && it->second.uid == kube::Uid(job)) return it->second.placement;
+  return std::nullopt;
+}
+
+model::ClusterState Reconciler::BuildState(std::vector<ObjectPtr>* jobs_out) const {
+  std::vector<ObjectPtr> nodes = store_->Nodes();
+  std::vector<ObjectPtr> pods = store_->Pods();
+  std::vector<ObjectPtr> jobs = store_->Jobs();
+  std::vector<const Json*> node_ptrs, pod_ptrs, job_ptrs;
+  node_ptrs.reserve(nodes.size());
+  pod_ptrs.reserve(pods.size());
+  for (const auto& n : nodes) node_ptrs.push_back(n.get());
+  for (const auto& p : pods) pod_ptrs.push_back(p.get());
+  for (const auto& j : jobs) job_ptrs.push_back(j.get());
+  model::ClusterOptions opts = options_.cluster;
+  opts.now = wall_clock_();
+  model::ClusterState state = model::ClusterState::Build(node_ptrs, pod_ptrs, job_ptrs, opts);
+
+  // Overlay placements this process committed that the store does not show yet; forget those the
+  // store has caught up with (or whose job is gone).
+  std::lock_guard<std::mutex> l(mu_);
+  std::map<std::string, const Json*> by_key;
+  for (const auto& j : jobs) by_key[kube::KeyOf(*j)] = j.get();
+  for (auto it = assumed_.begin(); it != assumed_.end();) {
+    auto j = by_key.find(it->first);
+    if (j != by_key.end()) {
+      auto p = model::PlacementOf(*j->second);
+      if ((p.ok() && p->has_value()) || kube::Uid(*j->second) != it->second.uid) {
+        it = assumed_.erase(it);
+        continue;
+      }
+    }
+    if (state.FindReservation(it->first) == nullptr) {
+      state.Reserve(it->first, it->second.gpus_per_replica, it->second.placement);
+    }
+    ++it;
+  }
+  if (jobs_out != nullptr) *jobs_out = std::move(jobs);
+  return state;
+}
+
+std::optional<int> Reconciler::PriorityClassValue(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = priority_classes_.find(name);
+    if (it != priority_classes_.end()) return it->second;
+  }
+  auto pc = client_->Get(kube::kPriorityClasses, "", name);
+  if (!pc.ok()) return std::nullopt;
+  const Json& v = kube::AtPath(*pc, "/value");
+  if (!v.is_number_integer()) return std::nullopt;
+  int value = v.get<int>();
+  std::lock_guard<std::mutex> l(mu_);
+  priority_classes_[name] = value;
+  return value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Admission
+
+Status Reconciler::AdmitPending() {
+  std::vector<ObjectPtr> jobs;
+  model::ClusterState state = BuildState(&jobs);
+
+  struct Pending {
+    int priority;
+    std::string created;
+    std::string key;
+    const Json* job;
+    model::JobSpec spec;
+  };
+  std::vector<Pending> pending;
+  for (const auto& j : jobs) {
+    if (kube::IsBeingDeleted(*j) || model::JobFinished(*j) || !HasFinalizer(*j)) continue;
+    if (EffectivePlacement(*j).has_value()) continue;
+    auto spec = model::ParseJobSpec(kube::AtPath(*j, "/spec"));
+    if (!spec.ok()) continue;  // the job reconcile reports it
+    int prio = model::JobPriority(*j, PriorityClassValue(model::PriorityClassName(*j)));
+    pending.push_back({prio, CreationTimestamp(*j), kube::KeyOf(*j), j.get(), std::move(spec).value()});
+  }
+  std::sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) {
+    return std::tie(b.priority, a.created, a.key) < std::tie(a.priority, b.created, b.key);
+  });
+
+  PassStats stats;
+  stats.considered = static_cast<int>(pending.size());
+  Status first_error;
+  const auto now = wall_clock_();
+  for (auto& p : pending) {
+    const auto t0 = Clock::now();
+    placement::GangDecision d =
+        policy_->PlaceGang(state.snapshot(), model::ToGangRequest(p.spec, p.key, p.priority));
+    const double secs = SecondsSince(t0);
+    stats.decision_seconds.push_back(secs);
+    if (metrics_ != nullptr) metrics_->ObserveDecision(secs);
+
+    if (!d.placed) {
+      ++stats.waiting;
+      Json status = kube::AtPath(*p.job, "/status");
+      const bool was_waiting = model::FindCondition(*p.job, model::kConditionAdmitted) != nullptr;
+      if (ApplyWaitingStatus(status, d.reason, kube::Generation(*p.job), now)) {
+        Status s = WriteStatus(*p.job, std::move(status));
+        if (!s.ok() && !kube::IsConflict(s) && !kube::IsNotFound(s) && first_error.ok()) {
+          first_error = s;
+        }
+        if (s.ok() && !was_waiting) Event(*p.job, false, "Waiting", "Admit", d.reason);
+      }
+      continue;
+    }
+    model::JobPlacement placement = model::MakeJobPlacement(
+        state.snapshot(), d.placement, kube::Name(*p.job), p.spec.segment_size);
+    auto committed = Commit(*p.job, placement);
+    if (!committed.ok()) {
+      NVL72_LOG(kWarning) << "commit of " << p.key << " failed: " << committed.status();
+      if (first_error.ok()) first_error = committed.status();
+      continue;
+    }
+    if (!committed->has_value()) continue;  // job gone or replaced
+    const model::JobPlacement& held = (*committed)->placement;
+    state.Reserve(p.key, p.spec.gpus_per_replica, held);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      assumed_[p.key] = Assumed{kube::Uid(*p.job), p.spec.gpus_per_replica, held};
+    }
+    if ((*committed)->written) {
+      ++stats.admitted;
+      if (metrics_ != nullptr) metrics_->CountAdmitted();
+      NVL72_LOG(kInfo) << "admitted " << p.key << " (" << p.spec.replicas << " ranks) in "
+                       << JoinDomains(held.domains);
+      Event(*p.job, false, "Admitted", "Admit",
+            "placed " + std::to_string(p.spec.replicas) + " ranks in " + JoinDomains(held.domains));
+    }
+    enqueue_(p.key);
+  }
+  stats.holding = static_cast<int>(state.reservations().size());
+
+  if (metrics_ != nullptr) {
+    metrics_->SetWaitingJobs(stats.waiting);
+    metrics_->SetAdmittedJobs(stats.holding);
+    const auto& snap = state.snapshot();
+    for (const auto& dom : snap.domains) {
+      int free = 0;
+      for (placement::NodeId id : dom.nodes) {
+        if (snap.nodes[id].Schedulable()) free += snap.nodes[id].FreeGpus();
+      }
+      metrics_->SetDomainFreeGpus(dom.name, free);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    last_pass_ = std::move(stats);
+  }
+  return first_error;
+}
+
+StatusOr<std::optional<Reconciler::Committed>> Reconciler::Commit(
+    const Json& cached, const model::JobPlacement& placement) {
+  const std::string ns = kube::Namespace(cached);
+  const std::string name = kube::Name(cached);
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto fresh = client_->Get(Nvl72JobsResource(), ns, name);
+    if (!fresh.ok()) {
+      if (kube::IsNotFound(fresh.status())) return std::optional<Committed>();
+      return fresh.status();
+    }
+    if (kube::Uid(*fresh) != kube::Uid(cached) || kube::IsBeingDeleted(*fresh) ||
+        model::JobFinished(*fresh)) {
+      return std::optional<Committed>();
+    }
+    auto existing = model::PlacementOf(*fresh);
+    if (existing.ok() && existing->has_value()) {
+      return std::optional<Committed>(Committed{false, **existing});  // placed before: never twice
+    }
+    Json obj = std::move(fresh).value();
+    Json status = obj.contains("status") ? obj["status"] : Json::object();
+    ApplyAdmittedStatus(status, placement, kube::Generation(obj), wall_clock_());
+    obj["status"] = std::move(status);
+    auto written = client_->UpdateStatus(Nvl72JobsResource(), ns, obj,
+                                         {.field_manager = options_.field_manager});
+    if (written.ok()) return std::optional<Committed>(Committed{true, placement});
+    if (!kube::IsConflict(written.status())) return written.status();
+  }
+  return Status(StatusCode::kConflict, "status of " + ns + "/" + name + " kept changing");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-job reconcile
+
+Status Reconciler::WriteStatus(const Json& job, Json status) {
+  Json obj = job;
+  obj["status"] = std::move(status);
+  auto written = client_->UpdateStatus(Nvl72JobsResource(), kube::Namespace(job), obj,
+                                       {.field_manager = options_.field_manager});
+  return written.ok() ? Status::Ok() : written.status();
+}
+
+Status Reconciler::EnsureFinalizer(const Json& job) {
+  auto r = kube::UpdateWithRetry(
+      *client_, Nvl72JobsResource(), kube::Namespace(job), kube::Name(job), [&](Json& obj) {
+        if (kube::Uid(obj) != kube::Uid(job) || kube::IsBeingDeleted(obj) || HasFinalizer(obj)) {
+          return false;
+        }
+        Json& f = obj["metadata"]["finalizers"];
+        if (!f.is_array()) f = Json::array();
+        f.push_back(std::string(model::kReservationFinalizer));
+        return true;
+      });
+  if (!r.ok() && kube::IsNotFound(r.status())) return Status::Ok();
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+Status Reconciler::Finalize(const Json& job) {
+  const std::string ns = kube::Namespace(job);
+  const std::string name = kube::Name(job);
+  Status first_error;
+  for (const auto& pod : store_->PodsOfJob(ns, name)) {
+    if (kube::IsBeingDeleted(*pod)) continue;
+    Status s = client_->Delete(kube::kPods, ns, kube::Name(*pod));
+    if (!s.ok() && !kube::IsNotFound(s) && first_error.ok()) first_error = s;
+  }
+  Status s = client_->Delete(kube::kServices, ns, name);
+  if (!s.ok() && !kube::IsNotFound(s) && first_error.ok()) first_error = s;
+  NVL72_RETURN_IF_ERROR(first_error);
+
+  auto r = kube::UpdateWithRetry(*client_, Nvl72JobsResource(), ns, name, [&](Json& obj) {
+    if (kube::Uid(obj) != kube::Uid(job) || !HasFinalizer(obj)) return false;
+    Json kept = Json::array();
+    for (const auto& f : obj["metadata"]["finalizers"]) {
+      if (!(f.is_string() && f.get_ref<const std::string&>() == model::kReservationFinalizer)) {
+        kept.push_back(f);
+      }
+    }
+    obj["metadata"]["finalizers"] = std::move(kept);
+    return true;
+  });
+  if (!r.ok() && !kube::IsNotFound(r.status())) return r.status();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    assumed_.erase(kube::KeyOf(job));
+  }
+  NVL72_LOG(kInfo) << "released " << kube::KeyOf(job);
+  Event(job, false, "Released", "Delete", "reservation released; pods deleted");
+  enqueue_(kAdmissionKey);
+  return Status::Ok();
+}
+
+Status Reconciler::EnsureObjects(const Json& job, const model::JobSpec& spec,
+                                 const model::JobPlacement& placement,
+                                 const std::vector<ObjectPtr>& pods) {
+  const std::string ns = kube::Namespace(job);
+  std::map<std::string, const Json*> existing;
+  for (const auto& p : pods) existing[kube::Name(*p)] = p.get();
+
+  Status first_error;
+  int created = 0;
+  if (existing.size() < placement.ranks.size() || pods.empty()) {
+    auto svc = client_->Create(kube::kServices, ns, BuildHeadlessService(job, options_.master_port),
+                               {.field_manager = options_.field_manager});
+    if (!svc.ok() && !kube::IsAlreadyExists(svc.status())) first_error = svc.status();
+  }
+  for (const auto& rank : placement.ranks) {
+    if (existing.count(rank.pod) != 0) continue;
+    Json pod = BuildRankPod(job, spec, rank, options_.master_port, options_.cluster.gpu_resource);
+    auto r = client_->Create(kube::kPods, ns, pod, {.field_manager = options_.field_manager});
+    if (r.ok()) {
+      ++created;
+    } else if (!kube::IsAlreadyExists(r.status()) && first_error.ok()) {
+      first_error = r.status();
+    }
+  }
+  if (created > 0) {
+    NVL72_LOG(kDebug) << "created " << created << " pods of " << kube::KeyOf(job);
+    Event(job, false, "PodsCreated", "Create",
+          "created " + std::to_string(created) + " rank pods on their planned nodes");
+  }
+  return first_error;
+}
+
+Status Reconciler::ReconcileJob(const std::string& key) {
+  ObjectPtr job = store_->Job(key);
+  if (job == nullptr) {
+    bool had;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      had = assumed_.erase(key) > 0;
+    }
+    (void)had;
+    enqueue_(kAdmissionKey);
+    return Status::Ok();
+  }
+  if (kube::IsBeingDeleted(*job)) {
+    if (!HasFinalizer(*job)) return Status::Ok();
+    return Finalize(*job);
+  }
+  const int64_t generation = kube::Generation(*job);
+  const auto now = wall_clock_();
+  auto spec = model::ParseJobSpec(kube::AtPath(*job, "/spec"));
+  if (!spec.ok()) {
+    Json status = kube::AtPath(*job, "/status");
+    if (ApplyInvalidStatus(status, spec.status().message(), generation, now)) {
+      Event(*job, true, "InvalidSpec", "Validate", spec.status().message());
+      return WriteStatus(*job, std::move(status));
+    }
+    return Status::Ok();  // no retry until the spec changes
+  }
+  if (!HasFinalizer(*job)) {
+    if (model::JobFinished(*job)) return Status::Ok();
+    NVL72_RETURN_IF_ERROR(EnsureFinalizer(*job));
+    enqueue_(kAdmissionKey);
+    return Status::Ok();
+  }
+  std::optional<model::JobPlacement> placement = EffectivePlacement(*job);
+  if (!placement.has_value()) {
+    enqueue_(kAdmissionKey);
+    return Status::Ok();
+  }
+  std::vector<ObjectPtr> pods = store_->PodsOfJob(kube::Namespace(*job), kube::Name(*job));
+  const bool finished = model::JobFinished(*job);
+  if (finished) {
+    // A failed job gives its GPUs back: stop the ranks that still run.
+    if (model::ConditionIsTrue(*job, model::kConditionFailed)) {
+      for (const auto& p : pods) {
+        if (model::PodTerminated(*p) || kube::IsBeingDeleted(*p)) continue;
+        Status s = client_->Delete(kube::kPods, kube::Namespace(*p), kube::Name(*p));
+        if (!s.ok() && !kube::IsNotFound(s)) return s;
+      }
+    }
+    return Status::Ok();
+  }
+  NVL72_RETURN_IF_ERROR(EnsureObjects(*job, *spec, *placement, pods));
+
+  // Status from the pods, written only when the store shows our placement (else the write would be
+  // based on a stale object and fail the optimistic-concurrency check anyway).
+  auto stored = model::PlacementOf(*job);
+  if (!stored.ok() || !stored->has_value()) return Status::Ok();
+  std::vector<const Json*> pod_ptrs;
+  for (const auto& p : pods) pod_ptrs.push_back(p.get());
+  PodSummary summary = SummarizePods(*placement, pod_ptrs);
+  Json status = kube::AtPath(*job, "/status");
+  const std::string state_before = status.value("state", "");
+  if (!ApplyPlacedStatus(status, *placement, summary, generation, now)) return Status::Ok();
+  const std::string state_after = status.value("state", "");
+  NVL72_RETURN_IF_ERROR(WriteStatus(*job, std::move(status)));
+  if (state_after != state_before) {
+    if (state_after == "Succeeded" || state_after == "Failed") {
+      NVL72_LOG(kInfo) << key << " " << state_after;
+      Event(*job, state_after == "Failed", state_after, "Complete", "job " + state_after);
+      enqueue_(kAdmissionKey);  // its GPUs are free again
+      if (state_after == "Failed") enqueue_(key);  // stop the remaining ranks
+    } else if (state_after == "Running") {
+      Event(*job, false, "Running", "Run", "all ranks running");
+    }
+  }
+  if (summary.misplaced > 0) {
+    Event(*job, true, "Misplaced", "Check",
+          std::to_string(summary.misplaced) + " rank pods bound to a node other than the planned one");
+  }
+  return Status::Ok();
+}
+
+}  // namespace nvl72::op

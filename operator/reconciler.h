@@ -1,0 +1,119 @@
+// Reconciler: the level-triggered logic of nvl72-operator, driven by keys from a work queue.
+//
+// Two kinds of keys:
+//  - "<namespace>/<name>" of an NVL72Job: ensure the finalizer, create the missing rank pods and the
+//    headless Service of an admitted job, derive conditions from the pods, clean up on deletion.
+//  - kAdmissionKey: one admission pass over ALL waiting jobs, in order of priority (desc) then
+//    creation time then key, on one snapshot: each job is placed all-or-nothing by the placement
+//    core; a placement is committed to status.placement with optimistic concurrency (the write IS
+//    the reservation; it is conditional on a fresh read that shows no placement, so a job is never
+//    placed twice, even across operator restarts) and only then are pods created. Jobs that do not
+//    fit get Admitted=False with the core's reason. Later jobs may use capacity an earlier, larger
+//    job cannot (backfill).
+// Everything is recomputed from the ObjectStore and the API on each call; the only memory kept is
+// the set of placements this process committed but the store may not show yet ("assumed"), so a
+// lagging cache cannot hand the same nodes out twice.
+//
+// Thread-safety: Reconcile() may run concurrently for different keys (the work queue never hands
+// one key to two workers).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kube/client.h"
+#include "kube/events.h"
+#include "model/cluster_state.h"
+#include "model/job_spec.h"
+#include "operator/metrics.h"
+#include "operator/object_store.h"
+#include "placement/policy.h"
+
+namespace nvl72::op {
+
+struct ReconcilerOptions {
+  model::ClusterOptions cluster;  // domain labels, GPU resource
+  std::string policy = "nvl72";
+  int spares_per_domain = 2;
+  int master_port = 29500;
+  std::string field_manager = "nvl72-operator";
+};
+
+class Reconciler {
+ public:
+  static constexpr const char* kAdmissionKey = "~admission";
+
+  using Enqueue = std::function<void(const std::string& key)>;
+  using WallClock = std::function<std::chrono::system_clock::time_point()>;
+
+  // `client`, `store` must outlive the reconciler; `events` and `metrics` may be null.
+  // `enqueue` adds a key to the work queue (called from Reconcile()).
+  Reconciler(kube::Client* client, const ObjectStore* store, kube::EventRecorder* events,
+             Metrics* metrics, Enqueue enqueue, ReconcilerOptions options,
+             WallClock wall_clock = nullptr);
+
+  // Dispatches on the key. Non-OK means "retry with backoff".
+  Status Reconcile(const std::string& key);
+
+  Status ReconcileJob(const std::string& key);
+  Status AdmitPending();
+
+  // Results of the last admission pass, for tests and metrics.
+  struct PassStats {
+    int considered = 0;
+    int admitted = 0;
+    int waiting = 0;
+    int holding = 0;  // jobs holding a reservation after the pass
+    std::vector<double> decision_seconds;  // one per PlaceGang call
+  };
+  PassStats LastPass() const;
+
+ private:
+  struct Assumed {
+    std::string uid;
+    int gpus_per_replica = 0;
+    model::JobPlacement placement;
+  };
+
+  // Placement of a job: status.placement, else an assumed one of the same uid.
+  std::optional<model::JobPlacement> EffectivePlacement(const Json& job) const;
+  model::ClusterState BuildState(std::vector<ObjectPtr>* jobs) const;
+  std::optional<int> PriorityClassValue(const std::string& name);
+
+  struct Committed {
+    bool written = false;          // false: a placement was already stored (adopted)
+    model::JobPlacement placement; // the placement now stored
+  };
+  // Commits `placement` for the job read as `cached`. Returns the placement now stored (ours, or one
+  // found on a fresh read), nullopt if the job is gone/changed/finished, or an error.
+  StatusOr<std::optional<Committed>> Commit(const Json& cached, const model::JobPlacement& placement);
+  Status EnsureFinalizer(const Json& job);
+  Status Finalize(const Json& job);
+  Status EnsureObjects(const Json& job, const model::JobSpec& spec,
+                       const model::JobPlacement& placement, const std::vector<ObjectPtr>& pods);
+  Status WriteStatus(const Json& job, Json status);
+  void Event(const Json& obj, bool warning, const std::string& reason, const std::string& action,
+             const std::string& note);
+
+  kube::Client* client_;
+  const ObjectStore* store_;
+  kube::EventRecorder* events_;
+  Metrics* metrics_;
+  Enqueue enqueue_;
+  ReconcilerOptions options_;
+  WallClock wall_clock_;
+  std::unique_ptr<placement::PlacementPolicy> policy_;
+
+  mutable std::mutex mu_;
+  mutable std::map<std::string, Assumed> assumed_;  // job key -> committed placement
+  std::map<std::string, int> priority_classes_;   // name -> value (values are immutable)
+  PassStats last_pass_;
+};
+
+}  // namespace nvl72::op
