@@ -469,6 +469,8 @@ std::string RenderExplain(const ClusterView& view, const Json& job) {
         }
         out << "  Now:         it fits: the nvl72 policy would place it in " << Join(domains, ",")
             << " (the operator admits it on its next pass)\n";
+      } else if (d.reason == why) {
+        out << "  Now:         still so on the current snapshot\n";
       } else {
         out << "  Now:         " << d.reason << "\n";
       }
@@ -482,7 +484,7 @@ std::string RenderExplain(const ClusterView& view, const Json& job) {
       });
       std::vector<std::string> top;
       for (size_t i = 0; i < blocks.size() && i < 4; ++i) {
-        top.push_back(namer(blocks[i].second) + " " + Plural(blocks[i].first, "node"));
+        top.push_back(namer(blocks[i].second) + ": " + Plural(blocks[i].first, "node"));
       }
       out << "  Free blocks: needs " << Plural(spec->EffectiveSegmentSize(), "empty node")
           << " in one domain per segment; largest: " << (top.empty() ? "none" : Join(top, ", "))

@@ -138,7 +138,7 @@ TEST(RenderExplainTest, WaitingJobSaysWhyAndWhatTheCoreDecidesNow) {
   EXPECT_NE(out.find("Placement:   none"), std::string::npos) << out;
   EXPECT_NE(out.find("Why it waits: needs 4 nodes"), std::string::npos) << out;
   EXPECT_EQ(out.find("it fits"), std::string::npos) << out;
-  EXPECT_NE(out.find("largest: 1 3 nodes, 0 0 nodes (2 spare nodes per domain held back)"),
+  EXPECT_NE(out.find("largest: 1: 3 nodes, 0: 0 nodes (2 spare nodes per domain held back)"),
             std::string::npos)
       << out;
 }

@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# e2e test of the container image (Dockerfile) on this machine's Docker engine, no registry:
+#  1. scripts/build-image builds the image, or reuses it when the sources did not change (it is
+#     tagged by a hash of the build context), and runs `--version` of every binary in it;
+#  2. the image runs as uid 65532 with a read-only root filesystem and holds the three binaries;
+#  3. on a local control plane (scripts/local-cluster, 2 NVL72 racks, own state dir) with the chart
+#     installed (CRD, ServiceAccounts, RBAC), the operator CONTAINER (host network, a mounted
+#     kubeconfig carrying the operator ServiceAccount's token) admits an NVL72Job: status.placement
+#     puts all ranks in one NVLink domain and the rank pods are created;
+#  4. kubectl-nvl72 from the image shows the gang in the rack map.
+# Exit 77 (ctest: skipped) when no Docker engine is reachable.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+lc=$root/scripts/local-cluster
+state=$(mktemp -d "${TMPDIR:-/tmp}/nvl72-image-e2e.XXXXXX")
+ns=nvl72-system rel=nvl72 jobns=e2e
+container=nvl72-image-e2e-$$
+t0=$(date +%s)
+ok() { printf '[image_e2e +%ss] ok: %s\n' "$(($(date +%s) - t0))" "$*"; }
+fail() {
+  printf '[image_e2e +%ss] FAIL: %s\n' "$(($(date +%s) - t0))" "$*" >&2
+  if docker inspect "$container" >/dev/null 2>&1; then
+    echo "--- operator container log (tail)" >&2
+    docker logs --tail 30 "$container" >&2 2>&1 || true
+  fi
+  exit 1
+}
+cleanup() {
+  docker rm -f "$container" >/dev/null 2>&1 || true
+  "$lc" down --state "$state" >/dev/null 2>&1 || true
+  rm -rf "$state"
+}
+trap cleanup EXIT
+wait_until() { # TIMEOUT_S CMD...
+  local deadline=$(($(date +%s) + $1)); shift
+  until "$@"; do (($(date +%s) < deadline)) || return 1; sleep 0.5; done
+}
+
+if ! command -v docker >/dev/null || ! docker info >/dev/null 2>&1; then
+  echo "[image_e2e] SKIP: no Docker engine reachable" >&2
+  exit 77
+fi
+
+# --- 1. image ----------------------------------------------------------------------------------------
+t=$(date +%s)
+image=$("$root/scripts/build-image") || fail "scripts/build-image"
+size=$(docker image inspect -f '{{.Size}}' "$image")
+ok "image $image ready in $(($(date +%s) - t)) s, $((size / 1024 / 1024)) MiB"
+
+# --- 2. what is in it ---------------------------------------------------------------------------------
+run() { docker run --rm --network none --read-only "$image" "$@"; }
+[[ $(docker image inspect -f '{{.Config.User}}' "$image") == 65532:65532 ]] || fail "image user is not 65532:65532"
+[[ $(run /usr/bin/id -u) == 65532 ]] || fail "container does not run as uid 65532"
+for b in nvl72-operator nvl72-extender kubectl-nvl72; do
+  v=$(run "/usr/local/bin/$b" --version) || fail "$b --version in the image"
+  grep -q "[0-9]" <<<"$v" || fail "$b --version printed '$v'"
+done
+if run /bin/sh -c 'touch /usr/local/bin/x' 2>/dev/null; then fail "root filesystem is writable under --read-only"; fi
+if docker run --rm --network none "$image" /bin/sh -c 'touch /usr/local/bin/x' 2>/dev/null; then
+  fail "uid 65532 can write /usr/local/bin"
+fi
+if run /usr/bin/dpkg -s libssl-dev >/dev/null 2>&1 || run /usr/bin/test -e /usr/bin/g++; then
+  fail "build tools or -dev packages leaked into the runtime image"
+fi
+ok "image: nvl72-operator, nvl72-extender, kubectl-nvl72 run as uid 65532 read-only; no compilers or -dev packages"
+
+# --- 3. the operator container admits a job ------------------------------------------------------------
+"$lc" up --racks 2 --state "$state" >/dev/null || fail "local-cluster up"
+# shellcheck disable=SC1091
+source "$state/env"
+ok "local control plane at $NVL72_APISERVER_URL (2 racks)"
+# The chart provides the CRD, the ServiceAccounts and RBAC (its Deployments never start here: the
+# local control plane has no controller-manager); the operator runs as a container instead.
+helm install "$rel" "$root/charts/nvl72-operator" -n "$ns" --create-namespace --set "image.repository=${image%:*}" \
+  --set "image.tag=${image##*:}" >/dev/null || fail "helm install"
+kubectl wait --for=condition=Established --timeout=30s crd/nvl72jobs.nvl72.dev >/dev/null || fail "CRD not established"
+sa=$rel-nvl72-operator
+token=$(kubectl create token "$sa" -n "$ns" --duration=30m) || fail "kubectl create token $sa"
+kc=$state/operator.kubeconfig
+cat >"$kc" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: local, cluster: {server: "$NVL72_APISERVER_URL", certificate-authority-data: "$(base64 -w0 <"$NVL72_CA_FILE")"}}]
+users: [{name: $sa, user: {token: "$token"}}]
+contexts: [{name: local, context: {cluster: local, user: $sa, namespace: $jobns}}]
+current-context: local
+EOF
+chmod 644 "$kc"  # readable by uid 65532 in the container; a short-lived test token
+read -r _ hi </proc/sys/net/ipv4/ip_local_port_range
+base=$(( (hi < 60000 ? hi + 1 : 20000) + RANDOM % 2000 ))
+metrics_port=$base health_port=$((base + 1))
+docker run -d --name "$container" --network host --read-only --cap-drop ALL \
+  --security-opt no-new-privileges -v "$kc:/etc/nvl72/kubeconfig:ro" "$image" \
+  /usr/local/bin/nvl72-operator --kubeconfig=/etc/nvl72/kubeconfig \
+  --leader-elect --lease-name="$rel-nvl72-operator-leader" --lease-namespace="$ns" \
+  --metrics-addr="127.0.0.1:$metrics_port" --health-addr="127.0.0.1:$health_port" >/dev/null \
+  || fail "docker run of the operator"
+ready() { [[ $(curl -s --max-time 2 "http://127.0.0.1:$health_port/readyz") == ok* ]]; }
+wait_until 60 ready || fail "operator container not ready on :$health_port/readyz: $(curl -s "http://127.0.0.1:$health_port/readyz" 2>&1)"
+ok "operator container ready (host network, mounted kubeconfig of ServiceAccount $sa)"
+
+kubectl create namespace "$jobns" >/dev/null
+kubectl apply -n "$jobns" -f - >/dev/null <<'EOF' || fail "kubectl apply NVL72Job"
+apiVersion: nvl72.dev/v1alpha1
+kind: NVL72Job
+metadata:
+  name: gang-8
+spec:
+  replicas: 8
+  gpusPerReplica: 4
+  topology: {mode: Required}
+  template:
+    spec:
+      containers:
+      - name: trainer
+        image: busybox:1.36
+        command: ["sleep", "3600"]
+EOF
+placed() {
+  [[ $(kubectl get nvl72job gang-8 -n "$jobns" -o jsonpath='{range .status.placement.ranks[*]}{.node}{"\n"}{end}' 2>/dev/null | grep -c .) == 8 ]]
+}
+wait_until 60 placed || fail "NVL72Job gang-8 not placed: $(kubectl get nvl72job gang-8 -n "$jobns" -o jsonpath='{.status}')"
+domains=$(kubectl get nvl72job gang-8 -n "$jobns" -o jsonpath='{range .status.placement.ranks[*]}{.node}{"\n"}{end}' |
+  while read -r n; do kubectl get node "$n" -o jsonpath='{.metadata.labels.nvidia\.com/gpu\.clique}{"\n"}'; done | sort -u)
+[[ $(grep -c . <<<"$domains") == 1 ]] || fail "gang-8 spans domains: $domains"
+pods_made() { [[ $(kubectl get pods -n "$jobns" -l nvl72.dev/job=gang-8 -o name 2>/dev/null | grep -c .) == 8 ]]; }
+wait_until 60 pods_made || fail "the operator did not create 8 rank pods: $(kubectl get pods -n "$jobns" -o name)"
+[[ $(kubectl get pod gang-8-0 -n "$jobns" -o jsonpath='{.spec.schedulerName}') == nvl72-scheduler ]] || fail "rank pod does not use nvl72-scheduler"
+ok "operator container admitted gang-8: 8 ranks in domain $domains, 8 rank pods created"
+
+# --- 4. kubectl-nvl72 from the image ------------------------------------------------------------------------
+out=$(docker run --rm --network host --read-only -v "$kc:/etc/nvl72/kubeconfig:ro" "$image" \
+  /usr/local/bin/kubectl-nvl72 --kubeconfig=/etc/nvl72/kubeconfig racks) || fail "kubectl-nvl72 racks in the image"
+grep -q '########' <<<"$out" || fail "rack map does not show the 8-rank gang: $out"
+grep -q 'gang-8' <<<"$out" || fail "rack map does not name gang-8: $out"
+printf '%s\n' "$out" | sed 's/^/    /'
+out=$(docker run --rm --network host --read-only -v "$kc:/etc/nvl72/kubeconfig:ro" "$image" \
+  /usr/local/bin/kubectl-nvl72 --kubeconfig=/etc/nvl72/kubeconfig explain gang-8) || fail "kubectl-nvl72 explain in the image"
+grep -q 'ranks 0-7' <<<"$out" || fail "explain does not show the placement: $out"
+ok "kubectl-nvl72 racks / explain from the image show the gang"
+
+docker stop -t 10 "$container" >/dev/null || fail "docker stop"
+[[ $(docker inspect -f '{{.State.ExitCode}}' "$container") == 0 ]] || fail "operator container exited with $(docker inspect -f '{{.State.ExitCode}}' "$container") on SIGTERM"
+ok "operator container stops cleanly on SIGTERM"
+ok "all image checks passed in $(($(date +%s) - t0)) s"
