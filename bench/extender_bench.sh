@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Benchmarks of nvl72-extender; prints a markdown section for docs/benchmarks.md.
+#
+#   bench/extender_bench.sh [--build DIR] [--scheduler] [--racks 56] [--pods 2000]
+#
+# Always: bench/extender_bench.cc (Google Benchmark): server-side filter + prioritize handling at
+# 1,000 / 5,000 nodes (nodeCacheCapable, one 1-GPU pod, all node names), the HTTP round trip over one
+# keep-alive connection, view rebuilds and cache memory. Percentiles come from per-iteration timings.
+# --scheduler: also the real kube-scheduler on a local control plane with --racks x 18 kwok nodes:
+# --pods single-GPU pods scheduled by the default profile, then the same number by the
+# nvl72-scheduler profile (kube-scheduler + nvl72-extender) in the same run. Pods are created while
+# the scheduler is stopped; throughput = pods / (last - first PodScheduled time).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$root/build/ext scheduler=0 racks=56 pods=2000
+while (($#)); do
+  case $1 in
+    --build) build=$2; shift 2 ;;
+    --scheduler) scheduler=1; shift ;;
+    --racks) racks=$2; shift 2 ;;
+    --pods) pods=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+bench=$build/bench/extender_bench
+[[ -x $bench ]] || { echo "build $bench first (ninja -C $build extender_bench)" >&2; exit 1; }
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+"$bench" --benchmark_format=json --benchmark_min_time=2 >"$out" 2>/dev/null
+
+echo "## scheduler extender"
+echo
+echo "Measured $(date -u +%Y-%m-%d) on $(nproc) shared cores (load average $(cut -d' ' -f1 /proc/loadavg)) by"
+echo '`bench/extender_bench.sh`; server-side = `Service` (parse, decide, serialise) without a socket;'
+echo "round trip = httplib client -> nvl72-extender over one keep-alive connection on 127.0.0.1."
+echo
+echo "| benchmark | nodes | p50 (us) | p99 (us) | mean (us) | notes |"
+echo "|---|---|---|---|---|---|"
+python3 - "$out" <<'PY'
+import json, sys
+data = json.load(open(sys.argv[1]))
+for b in data["benchmarks"]:
+    name = b["name"].split("/")[0].replace("BM_", "")
+    arg = b["name"].split("/")[1] if "/" in b["name"] else ""
+    unit = b.get("time_unit", "us")
+    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3}[unit]
+    mean = b.get("real_time", 0) * scale
+    notes = []
+    for k in ("request_kB", "filter_p99_us", "pods", "rss_MB", "max_us"):
+        if k in b:
+            notes.append(f"{k}={b[k]:.1f}" if isinstance(b[k], float) else f"{k}={b[k]}")
+    p50 = f"{b['p50_us']:.0f}" if "p50_us" in b else "-"
+    p99 = f"{b['p99_us']:.0f}" if "p99_us" in b else "-"
+    print(f"| {name} | {arg} | {p50} | {p99} | {mean:.0f} | {' '.join(notes)} |")
+PY
+
+((scheduler)) || exit 0
+
+# ---- real kube-scheduler throughput, with vs without the extender ----
+lc=$root/scripts/local-cluster
+state=$(mktemp -d "${TMPDIR:-/tmp}/nvl72-extender-bench.XXXXXX")
+ext_pid= sched_pid=
+cleanup2() {
+  [[ -n $sched_pid ]] && kill "$sched_pid" 2>/dev/null || true
+  [[ -n $ext_pid ]] && kill "$ext_pid" 2>/dev/null || true
+  "$lc" down --state "$state" >/dev/null 2>&1 || true
+  rm -rf "$state" "$out"
+}
+trap cleanup2 EXIT
+"$lc" up --racks "$racks" --state "$state" >/dev/null
+# shellcheck disable=SC1091
+source "$state/env"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+kubectl create namespace bench >/dev/null
+make_pods() { # PREFIX SCHEDULER COUNT
+  python3 - "$@" <<'PY'
+import json, sys
+prefix, sched, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+items = [{"apiVersion": "v1", "kind": "Pod",
+          "metadata": {"name": f"{prefix}-{i}", "namespace": "bench", "labels": {"app": prefix}},
+          "spec": {"schedulerName": sched, "containers": [{"name": "c", "image": "busybox",
+                   "resources": {"requests": {"cpu": "10m", "nvidia.com/gpu": "1"},
+                                 "limits": {"nvidia.com/gpu": "1"}}}]}} for i in range(n)]
+print(json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+PY
+}
+bound() { kubectl get pods -n bench -l "app=$1" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true; }
+throughput() { # APP -> pods/s from PodScheduled transition times
+  kubectl get pods -n bench -l "app=$1" -o json | python3 -c '
+import json, sys, datetime
+ts = []
+for p in json.load(sys.stdin)["items"]:
+    for c in p["status"].get("conditions", []):
+        if c["type"] == "PodScheduled" and c["status"] == "True":
+            ts.append(datetime.datetime.strptime(c["lastTransitionTime"], "%Y-%m-%dT%H:%M:%SZ"))
+span = (max(ts) - min(ts)).total_seconds() + 1
+print(f"{len(ts) / span:.0f} {span:.0f}")'
+}
+wait_bound() { # APP COUNT TIMEOUT
+  local deadline=$(( $(date +%s) + $3 ))
+  until [[ $(bound "$1") == "$2" ]]; do (( $(date +%s) < deadline )) || return 1; sleep 1; done
+}
+
+make_pods plain default-scheduler "$pods" | kubectl create -f - >/dev/null
+"$lc" scheduler start --state "$state" >/dev/null 2>&1
+wait_bound plain "$pods" 900
+read -r plain_rate plain_span < <(throughput plain)
+"$lc" scheduler stop --state "$state" >/dev/null 2>&1
+kubectl delete pods -n bench -l app=plain --wait=false >/dev/null
+until [[ $(kubectl get pods -n bench -l app=plain --no-headers 2>/dev/null | wc -l) == 0 ]]; do sleep 1; done
+
+ext_port=$(free_port)
+"$build/scheduler-plugin/nvl72-extender" --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$ext_port" \
+  >"$state/extender.log" 2>&1 &
+ext_pid=$!
+until curl -sf "http://127.0.0.1:$ext_port/readyz" >/dev/null; do sleep 0.5; done
+make_pods ext nvl72-scheduler "$pods" | kubectl create -f - >/dev/null
+sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#EXTENDER_URL#http://127.0.0.1:$ext_port#" \
+  -e "s#LEADER_ELECT#false#" "$root/scheduler-plugin/scheduler-config.yaml" >"$state/nvl72.yaml"
+"$NVL72_KUBE_SCHEDULER" --config="$state/nvl72.yaml" --secure-port="$(free_port)" --bind-address=127.0.0.1 \
+  --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" \
+  >"$state/nvl72-scheduler.log" 2>&1 &
+sched_pid=$!
+wait_bound ext "$pods" 1800
+read -r ext_rate ext_span < <(throughput ext)
+filter_p99=$(curl -sf "http://127.0.0.1:$ext_port/metrics" | python3 -c '
+import sys, re
+buckets = []; count = 0
+for line in sys.stdin:
+    m = re.match(r"nvl72_extender_request_duration_seconds_bucket\{le=\"([^\"]+)\",verb=\"filter\"\} (\S+)", line)
+    if m: buckets.append((float("inf") if m.group(1) == "+Inf" else float(m.group(1)), float(m.group(2))))
+buckets.sort(); total = buckets[-1][1] if buckets else 0
+for le, c in buckets:
+    if total and c >= 0.99 * total: print(f"<= {le*1e6:.0f} us"); break')
+echo
+echo "Real kube-scheduler ($K8S_VERSION) on $((racks * 18)) kwok nodes, $pods single-GPU pods created"
+echo "while the scheduler was stopped, pods/s = pods / span of PodScheduled times (1 s resolution):"
+echo
+echo "| scheduler | pods/s | span (s) |"
+echo "|---|---|---|"
+echo "| default profile, no extender | $plain_rate | $plain_span |"
+echo "| nvl72-scheduler + nvl72-extender (filter, prioritize, bind) | $ext_rate | $ext_span |"
+echo
+echo "Extender-side filter p99 during that run (from /metrics histogram buckets): $filter_p99."

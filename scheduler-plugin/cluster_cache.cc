@@ -1,0 +1,198 @@
+#include "scheduler-plugin/cluster_cache.h"
+
+#include "kube/object.h"
+
+namespace nvl72::extender {
+
+// ---- StaticViewSource ----
+
+std::shared_ptr<const ClusterView> StaticViewSource::View() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return view_;
+}
+kube::ObjectPtr StaticViewSource::GetPod(std::string_view ns, std::string_view name) const {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = pods_.find(kube::MakeKey(ns, name));
+  return it == pods_.end() ? nullptr : it->second;
+}
+void StaticViewSource::Assume(const std::string& pod_key, const std::string& node) {
+  std::lock_guard<std::mutex> l(mu_);
+  assumed_[pod_key] = node;
+}
+void StaticViewSource::SetView(std::shared_ptr<const ClusterView> view) {
+  std::lock_guard<std::mutex> l(mu_);
+  view_ = std::move(view);
+}
+void StaticViewSource::AddPod(const Json& pod) {
+  std::lock_guard<std::mutex> l(mu_);
+  pods_[kube::KeyOf(pod)] = std::make_shared<const Json>(pod);
+}
+std::map<std::string, std::string> StaticViewSource::assumed() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return assumed_;
+}
+
+// ---- ClusterCache ----
+
+ClusterCache::ClusterCache(kube::Client* client, kube::Clock* clock, ClusterCacheOptions options)
+    : client_(client), clock_(clock), options_(std::move(options)) {
+  auto make = [&](const kube::ResourceRef& r) {
+    kube::InformerOptions o = options_.informer_template;
+    o.resource = r;
+    o.ns = "";
+    auto inf = std::make_unique<kube::Informer>(client_, clock_, o);
+    kube::EventHandlers h;
+    h.on_add = [this](const kube::ObjectPtr&) { MarkDirty(); };
+    h.on_update = [this](const kube::ObjectPtr& a, const kube::ObjectPtr& b) {
+      if (a != b) MarkDirty();  // resync (old == new) changes nothing
+    };
+    h.on_delete = [this](const kube::ObjectPtr&) { MarkDirty(); };
+    inf->AddEventHandler(std::move(h));
+    return inf;
+  };
+  nodes_ = make(kube::kNodes);
+  pods_ = make(kube::kPods);
+  if (options_.watch_jobs) jobs_ = make(options_.jobs_resource);
+  auto empty = std::make_shared<ClusterView>();
+  empty->synced = false;
+  view_ = std::move(empty);
+}
+
+ClusterCache::~ClusterCache() { Stop(); }
+
+void ClusterCache::Start() {
+  nodes_->Start();
+  pods_->Start();
+  if (jobs_) jobs_->Start();
+  thread_ = std::jthread([this](std::stop_token st) { Run(st); });
+}
+
+void ClusterCache::Stop() {
+  if (thread_.joinable()) {
+    thread_.request_stop();
+    cv_.notify_all();
+    thread_.join();
+  }
+  nodes_->Stop();
+  pods_->Stop();
+  if (jobs_) jobs_->Stop();
+}
+
+std::shared_ptr<const ClusterView> ClusterCache::View() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return view_;
+}
+
+bool ClusterCache::Ready() const { return View()->synced; }
+
+kube::ObjectPtr ClusterCache::GetPod(std::string_view ns, std::string_view name) const {
+  return pods_->Get(ns, name);
+}
+
+void ClusterCache::Assume(const std::string& pod_key, const std::string& node) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    assumed_[pod_key] = Assumed{node, clock_->Now()};
+  }
+  MarkDirty();
+}
+
+int64_t ClusterCache::rebuilds() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return rebuilds_;
+}
+
+bool ClusterCache::AllSynced() const {
+  return nodes_->HasSynced() && pods_->HasSynced() && (!jobs_ || jobs_->HasSynced());
+}
+
+void ClusterCache::MarkDirty() {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    dirty_ = true;
+  }
+  cv_.notify_all();
+}
+
+void ClusterCache::RebuildNow() {
+  std::lock_guard<std::mutex> rl(rebuild_mu_);
+  const bool synced = AllSynced();
+  std::map<std::string, Assumed> assumed;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    dirty_ = false;
+    assumed = assumed_;
+  }
+  const std::vector<kube::ObjectPtr> nodes = nodes_->List();
+  std::vector<kube::ObjectPtr> pods = pods_->List();
+  const std::vector<kube::ObjectPtr> jobs = jobs_ ? jobs_->List() : std::vector<kube::ObjectPtr>();
+
+  // Assumed bindings: a pod this extender bound that the cache still shows unbound counts on its
+  // node; one the cache shows bound (or gone), or older than the TTL, is forgotten.
+  std::vector<std::string> settled;
+  if (!assumed.empty()) {
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < pods.size(); ++i) {
+      if (assumed.contains(kube::KeyOf(*pods[i]))) index[kube::KeyOf(*pods[i])] = i;
+    }
+    const auto now = clock_->Now();
+    for (const auto& [key, a] : assumed) {
+      auto it = index.find(key);
+      if (it == index.end() || now - a.at > options_.assume_ttl) {
+        settled.push_back(key);
+        continue;
+      }
+      const Json& pod = *pods[it->second];
+      const Json& bound = kube::AtPath(pod, "/spec/nodeName");
+      if (bound.is_string() && !bound.get_ref<const std::string&>().empty()) {
+        settled.push_back(key);
+        continue;
+      }
+      auto copy = std::make_shared<Json>(pod);
+      (*copy)["spec"]["nodeName"] = a.node;
+      pods[it->second] = std::move(copy);
+    }
+  }
+
+  std::vector<const Json*> n, p, j;
+  n.reserve(nodes.size());
+  p.reserve(pods.size());
+  j.reserve(jobs.size());
+  for (const auto& o : nodes) n.push_back(o.get());
+  for (const auto& o : pods) p.push_back(o.get());
+  for (const auto& o : jobs) j.push_back(o.get());
+  ViewOptions vo = options_.view;
+  vo.cluster.now = clock_->WallNow();
+  auto view = BuildView(n, p, j, vo, synced);
+
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& key : settled) {
+    auto it = assumed_.find(key);
+    // Only forget the entry we looked at, not a newer Assume() of the same pod.
+    if (it != assumed_.end() && it->second.at == assumed[key].at) assumed_.erase(it);
+  }
+  view_ = std::move(view);
+  ++rebuilds_;
+}
+
+void ClusterCache::Run(std::stop_token stop) {
+  while (!stop.stop_requested()) {
+    const bool synced = AllSynced();
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      if (!synced) {  // nothing to publish before the first complete lists
+        cv_.wait_for(l, std::chrono::milliseconds(20), [&] { return stop.stop_requested(); });
+        continue;
+      }
+      cv_.wait_for(l, std::chrono::seconds(1),
+                   [&] { return dirty_ || !view_->synced || stop.stop_requested(); });
+      if (stop.stop_requested()) return;
+      if (!dirty_ && view_->synced) continue;
+    }
+    RebuildNow();
+    // Debounce: events of the next interval are folded into one rebuild.
+    clock_->SleepFor(options_.min_rebuild_interval);
+  }
+}
+
+}  // namespace nvl72::extender

@@ -1,0 +1,119 @@
+// ClusterCache: informers on Nodes, Pods and NVL72Jobs, and the ClusterView the verbs read.
+//
+// Requests never touch the informer caches or JSON of the cluster: they read an immutable
+// ClusterView (scheduler-plugin/extender.h) that a background thread rebuilds after informer events,
+// at most once per `min_rebuild_interval`, and publishes by swapping a shared_ptr. A request holds
+// its view for its whole life, so a rebuild never races a request.
+//
+// Bindings made by this extender are "assumed" (as kube-scheduler's own cache does): the next view
+// counts the pod's GPUs on its node before the informer has seen the pod bound, so consecutive pods
+// are scored against up-to-date usage.
+//
+// Thread-safety: all public methods may be called from any thread after construction.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "kube/client.h"
+#include "kube/clock.h"
+#include "kube/informer.h"
+#include "scheduler-plugin/extender.h"
+
+namespace nvl72::extender {
+
+// Where the verbs get their view and pods from; ClusterCache in production, a fixed view in tests.
+class ViewSource {
+ public:
+  virtual ~ViewSource() = default;
+  // Never null.
+  virtual std::shared_ptr<const ClusterView> View() const = 0;
+  // Caches have synced and a view of them is published.
+  virtual bool Ready() const = 0;
+  // The cached pod ns/name, or nullptr.
+  virtual kube::ObjectPtr GetPod(std::string_view ns, std::string_view name) const = 0;
+  // Records that this extender bound `pod_key` ("ns/name") to `node`.
+  virtual void Assume(const std::string& pod_key, const std::string& node) = 0;
+};
+
+// A fixed view: tests and benchmarks.
+class StaticViewSource : public ViewSource {
+ public:
+  explicit StaticViewSource(std::shared_ptr<const ClusterView> view) : view_(std::move(view)) {}
+  std::shared_ptr<const ClusterView> View() const override;
+  bool Ready() const override { return view_->synced; }
+  kube::ObjectPtr GetPod(std::string_view ns, std::string_view name) const override;
+  void Assume(const std::string& pod_key, const std::string& node) override;
+  void SetView(std::shared_ptr<const ClusterView> view);
+  void AddPod(const Json& pod);
+  std::map<std::string, std::string> assumed() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const ClusterView> view_;
+  std::map<std::string, kube::ObjectPtr> pods_;
+  std::map<std::string, std::string> assumed_;
+};
+
+struct ClusterCacheOptions {
+  ViewOptions view;
+  kube::ResourceRef jobs_resource = kube::ResourceRef::Custom("nvl72.dev", "v1alpha1", "nvl72jobs",
+                                                              "NVL72Job", true);
+  // false: no NVL72Job informer (the CRD is not installed); gang ranks then come from pod
+  // annotations alone and no node counts as reserved.
+  bool watch_jobs = true;
+  std::chrono::milliseconds min_rebuild_interval{20};
+  std::chrono::seconds assume_ttl{60};
+  kube::InformerOptions informer_template;  // backoff and timeouts; resource/selectors are set here
+};
+
+class ClusterCache : public ViewSource {
+ public:
+  // `client` and `clock` must outlive the cache.
+  ClusterCache(kube::Client* client, kube::Clock* clock, ClusterCacheOptions options);
+  ~ClusterCache() override;  // Stop()s.
+
+  void Start();
+  void Stop();
+
+  std::shared_ptr<const ClusterView> View() const override;
+  bool Ready() const override;
+  kube::ObjectPtr GetPod(std::string_view ns, std::string_view name) const override;
+  void Assume(const std::string& pod_key, const std::string& node) override;
+
+  // Rebuilds the view now from the caches (tests; the thread does this on its own).
+  void RebuildNow();
+  int64_t rebuilds() const;
+
+ private:
+  void MarkDirty();
+  bool AllSynced() const;
+  void Run(std::stop_token stop);
+
+  kube::Client* client_;
+  kube::Clock* clock_;
+  ClusterCacheOptions options_;
+  std::unique_ptr<kube::Informer> nodes_;
+  std::unique_ptr<kube::Informer> pods_;
+  std::unique_ptr<kube::Informer> jobs_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool dirty_ = true;
+  std::shared_ptr<const ClusterView> view_;
+  struct Assumed {
+    std::string node;
+    kube::Clock::TimePoint at;
+  };
+  std::map<std::string, Assumed> assumed_;
+  int64_t rebuilds_ = 0;
+  std::mutex rebuild_mu_;  // one rebuild at a time
+  std::jthread thread_;
+};
+
+}  // namespace nvl72::extender

@@ -1,0 +1,240 @@
+#include "scheduler-plugin/extender.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "kube/object.h"
+
+namespace nvl72::extender {
+
+using placement::kNoNode;
+using placement::NodeId;
+
+std::shared_ptr<const ClusterView> BuildView(const std::vector<const Json*>& nodes,
+                                             const std::vector<const Json*>& pods,
+                                             const std::vector<const Json*>& jobs,
+                                             const ViewOptions& options, bool synced) {
+  auto view = std::make_shared<ClusterView>();
+  view->synced = synced;
+  view->state = model::ClusterState::Build(nodes, pods, jobs, options.cluster);
+  const placement::Snapshot& snap = view->state.snapshot();
+  view->node_ids.reserve(snap.nodes.size());
+  for (size_t i = 0; i < snap.nodes.size(); ++i) {
+    view->node_ids.emplace(snap.nodes[i].name, static_cast<NodeId>(i));
+  }
+  view->spare = placement::DesignatedSpares(snap, options.spares_per_domain);
+  view->reserved_for.assign(snap.nodes.size(), std::string());
+  for (const auto& [key, r] : view->state.reservations()) {
+    for (NodeId id : r.rank_nodes) {
+      if (id != kNoNode && view->reserved_for[static_cast<size_t>(id)].empty()) {
+        view->reserved_for[static_cast<size_t>(id)] = key;
+      }
+    }
+  }
+  for (const Json* pod : pods) {
+    if (pod == nullptr || model::PodTerminated(*pod)) continue;
+    std::string job;
+    int rank = -1;
+    if (!model::GangRankOf(*pod, &job, &rank)) continue;
+    const std::string& node = kube::AtPath(*pod, "/spec/nodeName").is_string()
+                                  ? kube::AtPath(*pod, "/spec/nodeName").get_ref<const std::string&>()
+                                  : std::string();
+    if (node.empty()) continue;  // an unbound rank breaks nothing when it goes
+    const std::string uid = kube::Uid(*pod);
+    if (uid.empty()) continue;
+    const std::string key = kube::Namespace(*pod) + "/" + job;
+    view->gang_of_uid.emplace(uid, key);
+    view->gang_uids[key].push_back(uid);
+  }
+  return view;
+}
+
+StatusOr<std::unique_ptr<Extender>> Extender::Create(const ExtenderOptions& options) {
+  placement::PolicyOptions po;
+  po.spares_per_domain = options.spares_per_domain;
+  auto policy = placement::MakePolicy(options.policy, po);
+  if (policy == nullptr) {
+    std::string known;
+    for (const auto& n : placement::PolicyNames()) known += (known.empty() ? "" : ", ") + n;
+    return InvalidArgumentError("unknown policy \"" + options.policy + "\" (known: " + known + ")");
+  }
+  return std::unique_ptr<Extender>(new Extender(options, std::move(policy)));
+}
+
+std::optional<std::string> Extender::PlannedNode(const ClusterView& view, const PodInfo& pod) const {
+  if (!pod.IsGang()) return std::nullopt;
+  if (!pod.planned_node.empty()) return pod.planned_node;
+  if (pod.rank < 0) return std::nullopt;
+  const model::Reservation* r = view.state.FindReservation(pod.ns + "/" + pod.job);
+  if (r == nullptr) return std::nullopt;
+  const model::RankAssignment* a = r->placement.FindRank(pod.rank);
+  if (a == nullptr || a->node.empty()) return std::nullopt;
+  return a->node;
+}
+
+FilterDecision Extender::Filter(const ClusterView& view, const ExtenderArgs& args) const {
+  FilterDecision d;
+  const auto& names = args.node_names;
+  const int n = static_cast<int>(names.size());
+  auto add_reason = [&d](std::string text) {
+    d.reasons.push_back(std::make_unique<std::string>(std::move(text)));
+    return d.reasons.back().get();
+  };
+
+  if (args.pod.IsGang()) {
+    const std::optional<std::string> planned = PlannedNode(view, args.pod);
+    const std::string* reason =
+        planned ? add_reason("pod " + args.pod.Key() + " is planned for node " + *planned)
+                : add_reason("pod " + args.pod.Key() + " of job " + args.pod.job +
+                             " has no planned node yet");
+    d.failed.reserve(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      if (planned && names[static_cast<size_t>(i)] == *planned) {
+        d.passed.push_back(i);
+      } else {
+        d.failed.emplace_back(i, reason);
+      }
+    }
+    return d;
+  }
+
+  d.passed.reserve(static_cast<size_t>(n));
+  if (args.pod.gpus <= 0) {
+    for (int i = 0; i < n; ++i) d.passed.push_back(i);
+    return d;
+  }
+
+  // Reasons are shared per job and per domain: a reason is built once, not once per node.
+  std::unordered_map<std::string_view, const std::string*> reserved_reason;
+  std::unordered_map<placement::DomainId, const std::string*> spare_reason;
+  const placement::Snapshot& snap = view.state.snapshot();
+  for (int i = 0; i < n; ++i) {
+    const NodeId id = view.FindNode(names[static_cast<size_t>(i)]);
+    if (id == kNoNode) {  // not a node we know (no GPUs or not seen yet): no opinion
+      d.passed.push_back(i);
+      continue;
+    }
+    const auto idx = static_cast<size_t>(id);
+    const placement::Node& node = snap.nodes[idx];
+    if (node.gang_reserved) {
+      const std::string& job = view.reserved_for[idx];
+      auto [it, inserted] = reserved_reason.try_emplace(job, nullptr);
+      if (inserted) {
+        it->second = add_reason("node is reserved for gang " + (job.empty() ? "(unknown)" : job) +
+                                "; pod " + args.pod.Key() + " is not part of it");
+      }
+      d.failed.emplace_back(i, it->second);
+    } else if (options_.keep_off_spares && view.spare[idx]) {
+      auto [it, inserted] = spare_reason.try_emplace(node.domain, nullptr);
+      if (inserted) {
+        const std::string domain = node.domain >= 0 ? snap.domains[static_cast<size_t>(node.domain)].name
+                                                    : std::string("?");
+        it->second = add_reason("node is a designated spare of NVLink domain " + domain +
+                                " (kept free for gang recovery)");
+      }
+      d.failed.emplace_back(i, it->second);
+    } else {
+      d.passed.push_back(i);
+    }
+  }
+  return d;
+}
+
+std::vector<int> Extender::Prioritize(const ClusterView& view, const ExtenderArgs& args) const {
+  const auto& names = args.node_names;
+  std::vector<int> out(names.size(), 0);
+  if (args.pod.IsGang()) {
+    const std::optional<std::string> planned = PlannedNode(view, args.pod);
+    if (planned) {
+      for (size_t i = 0; i < names.size(); ++i) out[i] = names[i] == *planned ? 10 : 0;
+    }
+    return out;
+  }
+  // Unknown nodes are left out of the call and score 0.
+  std::vector<NodeId> ids;
+  std::vector<size_t> where;
+  ids.reserve(names.size());
+  where.reserve(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    const NodeId id = view.FindNode(names[i]);
+    if (id == kNoNode) continue;
+    ids.push_back(id);
+    where.push_back(i);
+  }
+  if (ids.empty()) return out;
+  std::vector<int64_t> raw(ids.size(), -1);
+  policy_->ScorePods(view.state.snapshot(), std::max(args.pod.gpus, 0), ids, raw);
+  const std::vector<int> norm = placement::NormalizeScores(raw);
+  for (size_t k = 0; k < ids.size(); ++k) out[where[k]] = norm[k];
+  return out;
+}
+
+std::string Extender::Bind(const ClusterView& view, const PodInfo* cached, const BindingArgs& args,
+                           kube::Client& client) const {
+  PodInfo fetched;
+  const PodInfo* pod = cached;
+  if (pod == nullptr) {
+    auto obj = client.Get(kube::kPods, args.pod_namespace, args.pod_name);
+    if (!obj.ok()) {
+      return "cannot read pod " + args.pod_namespace + "/" + args.pod_name + ": " +
+             obj.status().ToString();
+    }
+    fetched = PodInfoFromJson(*obj, options_.gpu_resource);
+    pod = &fetched;
+  }
+  if (pod->IsGang()) {
+    const std::optional<std::string> planned = PlannedNode(view, *pod);
+    if (!planned) {
+      return "refusing to bind gang pod " + args.pod_namespace + "/" + args.pod_name +
+             ": it has no planned node";
+    }
+    if (*planned != args.node) {
+      return "refusing to bind gang pod " + args.pod_namespace + "/" + args.pod_name +
+             " to node " + args.node + ": it is planned for node " + *planned;
+    }
+  }
+  Status s = client.Bind(args.pod_namespace, args.pod_name, args.pod_uid, args.node);
+  if (!s.ok()) {
+    return "binding " + args.pod_namespace + "/" + args.pod_name + " to " + args.node + ": " +
+           s.ToString();
+  }
+  return "";
+}
+
+std::vector<std::pair<std::string, NodeVictims>> Extender::Preempt(
+    const ClusterView& view, const PreemptionArgs& args) const {
+  std::vector<std::pair<std::string, NodeVictims>> out;
+  std::optional<std::string> planned;
+  if (args.pod.IsGang()) {
+    planned = PlannedNode(view, args.pod);
+    if (!planned) return out;  // a rank without a plan has nowhere to go
+  }
+  for (const auto& [node, victims] : args.victims) {
+    if (planned && node != *planned) continue;
+    if (!planned && args.pod.gpus > 0) {
+      // Freeing a node the filter keeps this pod off would evict for nothing.
+      const NodeId id = view.FindNode(node);
+      if (id != kNoNode && view.state.snapshot().nodes[static_cast<size_t>(id)].gang_reserved) continue;
+    }
+    // Every gang touched by the victims must go whole: all of its live ranks among the victims.
+    std::unordered_set<std::string_view> victim_set(victims.pod_uids.begin(), victims.pod_uids.end());
+    bool breaks_gang = false;
+    for (const std::string& uid : victims.pod_uids) {
+      auto g = view.gang_of_uid.find(uid);
+      if (g == view.gang_of_uid.end()) continue;
+      auto members = view.gang_uids.find(g->second);
+      if (members == view.gang_uids.end()) continue;
+      for (const std::string& m : members->second) {
+        if (!victim_set.contains(m)) {
+          breaks_gang = true;
+          break;
+        }
+      }
+      if (breaks_gang) break;
+    }
+    if (!breaks_gang) out.emplace_back(node, victims);
+  }
+  return out;
+}
+
+}  // namespace nvl72::extender

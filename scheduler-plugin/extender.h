@@ -1,0 +1,118 @@
+// The extender's decisions: filter, prioritize, bind and preempt on an immutable ClusterView.
+//
+// No HTTP here (scheduler-plugin/server.h carries requests in and replies out) and no informers
+// (scheduler-plugin/cluster_cache.h keeps the views fresh): a verb is a function of a view and the
+// parsed request, plus, for bind only, the kube::Client that posts the Binding.
+//
+//   filter      a gang rank (label nvl72.dev/job) passes only on its planned node; another GPU pod is
+//               kept off nodes reserved for gangs and (if keep_off_spares) off designated spare
+//               nodes; a pod without GPUs passes everywhere. Every failed node gets a reason.
+//   prioritize  the placement core's single-pod score of the chosen policy, 0..10
+//               (placement::NormalizeScores); a gang rank scores 10 on its planned node only.
+//   bind        posts the Binding, refusing a gang rank on any node but its planned one.
+//   preempt     drops every candidate node whose victims would break a running gang without taking
+//               the whole gang; for a gang rank keeps only its planned node.
+//
+// Thread-safety: ClusterView is immutable once built; Extender is immutable after construction; all
+// methods are const and may run concurrently.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "common/status.h"
+#include "kube/client.h"
+#include "model/cluster_state.h"
+#include "placement/policy.h"
+#include "scheduler-plugin/wire.h"
+
+namespace nvl72::extender {
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+// A picture of the cluster, precomputed so that a request does lookups only.
+struct ClusterView {
+  model::ClusterState state;
+  // Node name -> NodeId (heterogeneous lookup: no string copies on the hot path).
+  std::unordered_map<std::string, placement::NodeId, StringHash, std::equal_to<>> node_ids;
+  // By NodeId: a designated spare (placement::DesignatedSpares with the configured count).
+  std::vector<bool> spare;
+  // By NodeId: key ("ns/job") of one job whose reservation holds the node, "" if none.
+  std::vector<std::string> reserved_for;
+  // Live gang ranks (not terminated, bound or nominated, labels nvl72.dev/job + rank):
+  // pod UID -> job key, and job key -> UIDs of its live ranks.
+  std::unordered_map<std::string, std::string> gang_of_uid;
+  std::unordered_map<std::string, std::vector<std::string>> gang_uids;
+  bool synced = false;  // built from informer caches that had synced
+
+  placement::NodeId FindNode(std::string_view name) const {
+    auto it = node_ids.find(name);
+    return it == node_ids.end() ? placement::kNoNode : it->second;
+  }
+};
+
+struct ViewOptions {
+  model::ClusterOptions cluster;
+  int spares_per_domain = 2;
+};
+
+// Builds a view from object lists (informer caches or test fixtures).
+std::shared_ptr<const ClusterView> BuildView(const std::vector<const Json*>& nodes,
+                                             const std::vector<const Json*>& pods,
+                                             const std::vector<const Json*>& jobs,
+                                             const ViewOptions& options, bool synced = true);
+
+struct ExtenderOptions {
+  std::string policy = "nvl72";
+  int spares_per_domain = 2;
+  bool keep_off_spares = true;
+  std::string gpu_resource = "nvidia.com/gpu";
+};
+
+// Filter outcome. Failed entries point into the request's node names and into `reasons`.
+struct FilterDecision {
+  std::vector<int> passed;  // indices into ExtenderArgs::node_names
+  std::vector<std::pair<int, const std::string*>> failed;
+  std::vector<std::unique_ptr<std::string>> reasons;  // owned reason texts (shared by many nodes)
+};
+
+class Extender {
+ public:
+  // kInvalidArgument for an unknown policy name.
+  static StatusOr<std::unique_ptr<Extender>> Create(const ExtenderOptions& options);
+
+  const ExtenderOptions& options() const { return options_; }
+  const placement::PlacementPolicy& policy() const { return *policy_; }
+
+  // The planned node of a gang rank: annotation nvl72.dev/node, else the rank's node in the
+  // reservation of its job. nullopt for a pod that is no gang rank or has no plan yet.
+  std::optional<std::string> PlannedNode(const ClusterView& view, const PodInfo& pod) const;
+
+  FilterDecision Filter(const ClusterView& view, const ExtenderArgs& args) const;
+  // Scores 0..10 parallel to args.node_names.
+  std::vector<int> Prioritize(const ClusterView& view, const ExtenderArgs& args) const;
+  // Binds `pod` (the cached pod, or nullptr: then it is read through `client`) to args.node.
+  // Returns "" on success, else the error for ExtenderBindingResult.Error.
+  std::string Bind(const ClusterView& view, const PodInfo* pod, const BindingArgs& args,
+                   kube::Client& client) const;
+  // The candidates that stay, in input order, victims unchanged.
+  std::vector<std::pair<std::string, NodeVictims>> Preempt(const ClusterView& view,
+                                                           const PreemptionArgs& args) const;
+
+ private:
+  Extender(ExtenderOptions options, std::unique_ptr<placement::PlacementPolicy> policy)
+      : options_(std::move(options)), policy_(std::move(policy)) {}
+
+  ExtenderOptions options_;
+  std::unique_ptr<placement::PlacementPolicy> policy_;
+};
+
+}  // namespace nvl72::extender

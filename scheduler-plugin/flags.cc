@@ -1,0 +1,158 @@
+#include "scheduler-plugin/flags.h"
+
+#include <charconv>
+#include <functional>
+#include <map>
+
+namespace nvl72::extender {
+namespace {
+
+bool ParseInt(const std::string& s, long long lo, long long hi, long long* out) {
+  long long v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+std::string Usage() {
+  return R"(nvl72-extender: kube-scheduler HTTP extender that keeps GPU gangs inside one NVLink domain.
+
+Usage: nvl72-extender [flags]
+
+  --kubeconfig FILE          kubeconfig of the API server (default: in-cluster service account)
+  --context NAME             kubeconfig context (default: current-context)
+  --listen HOST:PORT         address of the verbs, /healthz, /readyz and /metrics (default 127.0.0.1:8888)
+  --prefix PATH              URL path prefix of the verbs, e.g. /nvl72 (default: none: POST /filter)
+  --tls-cert FILE            serve HTTPS with this PEM certificate (needs --tls-key)
+  --tls-key FILE             PEM private key of --tls-cert
+  --client-ca FILE           require client certificates signed by this PEM CA (mTLS)
+  --policy NAME              scoring policy: nvl72 (default), spread, first-fit, domain-best-fit
+  --spares-per-domain N      empty nodes per NVLink domain held as spares (default 2)
+  --keep-off-spares[=BOOL]   keep non-gang GPU pods off designated spare nodes (default true)
+  --domain-label KEY         node label naming the NVLink domain (default nvidia.com/gpu.clique)
+  --domain-label-fallback K  label used when --domain-label is missing (default none)
+  --gpu-resource NAME        extended resource counted as GPUs (default nvidia.com/gpu)
+  --workers N                HTTP worker threads (default 8)
+  --max-body-bytes N         largest accepted request body (default 33554432)
+  --request-timeout-ms N     socket read/write timeout of one request (default 10000)
+  --min-rebuild-interval-ms N  debounce of cluster view rebuilds after changes (default 20)
+  --log-level LEVEL          debug, info, warning, error (default info)
+  --help                     this text
+  --version                  print the version
+)";
+}
+
+Status ParseListen(const std::string& value, std::string* host, int* port) {
+  const size_t colon = value.rfind(':');
+  if (colon == std::string::npos) return InvalidArgumentError("--listen: want HOST:PORT, got \"" + value + "\"");
+  std::string h = value.substr(0, colon);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  if (h.empty()) h = "0.0.0.0";
+  long long p = 0;
+  if (!ParseInt(value.substr(colon + 1), 0, 65535, &p)) {
+    return InvalidArgumentError("--listen: bad port in \"" + value + "\"");
+  }
+  *host = h;
+  *port = static_cast<int>(p);
+  return Status::Ok();
+}
+
+StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
+  Flags f;
+  using Setter = std::function<Status(const std::string&)>;
+  auto str = [](std::string* dst) -> Setter {
+    return [dst](const std::string& v) {
+      *dst = v;
+      return Status::Ok();
+    };
+  };
+  auto num = [](const char* name, long long lo, long long hi, auto* dst) -> Setter {
+    return [=](const std::string& v) {
+      long long x = 0;
+      if (!ParseInt(v, lo, hi, &x)) {
+        return InvalidArgumentError(std::string(name) + ": want an integer in " + std::to_string(lo) +
+                                    ".." + std::to_string(hi) + ", got \"" + v + "\"");
+      }
+      *dst = static_cast<std::remove_pointer_t<decltype(dst)>>(x);
+      return Status::Ok();
+    };
+  };
+  int request_timeout_ms = 10000;
+  const std::map<std::string, Setter> valued = {
+      {"--kubeconfig", str(&f.kubeconfig)},
+      {"--context", str(&f.context)},
+      {"--listen", [&](const std::string& v) { return ParseListen(v, &f.server.host, &f.server.port); }},
+      {"--prefix",
+       [&](const std::string& v) {
+         std::string p = v;
+         while (!p.empty() && p.back() == '/') p.pop_back();
+         if (!p.empty() && p.front() != '/') p = "/" + p;
+         f.server.prefix = p;
+         return Status::Ok();
+       }},
+      {"--tls-cert", str(&f.server.tls_cert)},
+      {"--tls-key", str(&f.server.tls_key)},
+      {"--client-ca", str(&f.server.client_ca)},
+      {"--policy", str(&f.extender.policy)},
+      {"--spares-per-domain", num("--spares-per-domain", 0, 1000, &f.extender.spares_per_domain)},
+      {"--domain-label", str(&f.domain_label)},
+      {"--domain-label-fallback", str(&f.domain_label_fallback)},
+      {"--gpu-resource", str(&f.extender.gpu_resource)},
+      {"--workers", num("--workers", 1, 1024, &f.server.workers)},
+      {"--max-body-bytes", num("--max-body-bytes", 1024, 1LL << 32, &f.server.max_body_bytes)},
+      {"--request-timeout-ms", num("--request-timeout-ms", 1, 600000, &request_timeout_ms)},
+      {"--min-rebuild-interval-ms", num("--min-rebuild-interval-ms", 0, 60000, &f.min_rebuild_interval_ms)},
+      {"--log-level",
+       [&](const std::string& v) {
+         if (v != "debug" && v != "info" && v != "warning" && v != "error") {
+           return InvalidArgumentError("--log-level: want debug, info, warning or error, got \"" + v + "\"");
+         }
+         f.log_level = v;
+         return Status::Ok();
+       }},
+  };
+  const std::map<std::string, bool*> booleans = {
+      {"--keep-off-spares", &f.extender.keep_off_spares}, {"--help", &f.help}, {"-h", &f.help},
+      {"--version", &f.version}};
+
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string name = args[i], value;
+    bool has_value = false;
+    if (auto eq = name.find('='); eq != std::string::npos && name.starts_with("--")) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    if (auto b = booleans.find(name); b != booleans.end()) {
+      if (!has_value || value == "true") {
+        *b->second = true;
+      } else if (value == "false") {
+        *b->second = false;
+      } else {
+        return InvalidArgumentError(name + ": want true or false, got \"" + value + "\"");
+      }
+      continue;
+    }
+    auto v = valued.find(name);
+    if (v == valued.end()) return InvalidArgumentError("unknown flag " + name + " (see --help)");
+    if (!has_value) {
+      if (i + 1 >= args.size()) return InvalidArgumentError(name + " needs a value");
+      value = args[++i];
+    }
+    NVL72_RETURN_IF_ERROR(v->second(value));
+  }
+  f.server.read_timeout = std::chrono::milliseconds(request_timeout_ms);
+  f.server.write_timeout = std::chrono::milliseconds(request_timeout_ms);
+  if (f.server.tls_cert.empty() != f.server.tls_key.empty()) {
+    return InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  if (!f.server.client_ca.empty() && f.server.tls_cert.empty()) {
+    return InvalidArgumentError("--client-ca needs --tls-cert and --tls-key");
+  }
+  return f;
+}
+
+}  // namespace nvl72::extender

@@ -1,0 +1,143 @@
+// nvl72-extender: the kube-scheduler HTTP extender of nvl72-operator. See docs/extender.md.
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "kube/clock.h"
+#include "kube/config.h"
+#include "kube/http_client.h"
+#include "scheduler-plugin/cluster_cache.h"
+#include "scheduler-plugin/flags.h"
+#include "scheduler-plugin/metrics.h"
+#include "scheduler-plugin/server.h"
+#include "scheduler-plugin/service.h"
+
+#ifndef NVL72_VERSION_STRING
+#define NVL72_VERSION_STRING "0.0.0"
+#endif
+
+namespace {
+
+int g_level = 1;  // 0 debug, 1 info, 2 warning, 3 error
+
+void Log(int level, const std::string& msg) {
+  if (level < g_level) return;
+  static const char* kNames[] = {"DEBUG", "INFO", "WARN", "ERROR"};
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  std::fprintf(stderr, "%s %s nvl72-extender: %s\n", buf, kNames[level], msg.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace nvl72;
+  using namespace nvl72::extender;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto flags = ParseFlags(args);
+  if (!flags.ok()) {
+    std::cerr << "nvl72-extender: " << flags.status().message() << "\n";
+    return 2;
+  }
+  if (flags->help) {
+    std::cout << Usage();
+    return 0;
+  }
+  if (flags->version) {
+    std::cout << "nvl72-extender " << NVL72_VERSION_STRING << "\n";
+    return 0;
+  }
+  g_level = flags->log_level == "debug" ? 0 : flags->log_level == "info" ? 1
+            : flags->log_level == "warning" ? 2 : 3;
+
+  // Signals are taken synchronously by the main thread; every other thread inherits the mask.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto extender = Extender::Create(flags->extender);
+  if (!extender.ok()) {
+    std::cerr << "nvl72-extender: " << extender.status().message() << "\n";
+    return 2;
+  }
+  StatusOr<kube::Config> config = flags->kubeconfig.empty()
+                                      ? kube::InClusterConfig()
+                                      : kube::LoadKubeconfig(flags->kubeconfig, flags->context);
+  if (!config.ok()) {
+    Log(3, "kube config: " + config.status().ToString());
+    return 1;
+  }
+  config->user_agent = std::string("nvl72-extender/") + NVL72_VERSION_STRING;
+  auto client = kube::HttpClient::Create(*config);
+  if (!client.ok()) {
+    Log(3, "kube client: " + client.status().ToString());
+    return 1;
+  }
+
+  ClusterCacheOptions cache_options;
+  cache_options.view.spares_per_domain = flags->extender.spares_per_domain;
+  cache_options.view.cluster.domain_label = flags->domain_label;
+  cache_options.view.cluster.domain_label_fallback = flags->domain_label_fallback;
+  cache_options.view.cluster.gpu_resource = flags->extender.gpu_resource;
+  cache_options.min_rebuild_interval = std::chrono::milliseconds(flags->min_rebuild_interval_ms);
+  // Without the NVL72Job CRD the extender still works from pod labels/annotations (e.g. before the
+  // operator is installed); it does not pick the CRD up later without a restart.
+  {
+    kube::ListOptions probe;
+    probe.limit = 1;
+    auto jobs = (*client)->List(cache_options.jobs_resource, "", probe);
+    if (!jobs.ok() && kube::IsNotFound(jobs.status())) {
+      Log(2, "NVL72Job CRD not served (" + jobs.status().message() +
+                 "): gang ranks come from pod annotations only, no node counts as reserved");
+      cache_options.watch_jobs = false;
+    }
+  }
+  ClusterCache cache(client->get(), kube::RealClock(), cache_options);
+  Metrics metrics;
+  Service service(extender->get(), &cache, client->get(), &metrics);
+  Server server(flags->server, &service, &metrics);
+  if (Status s = server.Start(); !s.ok()) {
+    Log(3, "listen: " + s.ToString());
+    return 1;
+  }
+  cache.Start();
+  Log(1, std::string("serving ") + (server.tls() ? "https" : "http") + "://" + flags->server.host +
+             ":" + std::to_string(server.port()) + flags->server.prefix + "/{filter,prioritize,bind,preempt}" +
+             " policy=" + flags->extender.policy +
+             " spares-per-domain=" + std::to_string(flags->extender.spares_per_domain) +
+             " keep-off-spares=" + (flags->extender.keep_off_spares ? "true" : "false") +
+             " api=" + config->DebugString());
+
+  bool was_ready = false;
+  int64_t rebuilds = 0;
+  for (;;) {
+    timespec tick{1, 0};
+    const int sig = sigtimedwait(&sigs, nullptr, &tick);
+    if (sig == SIGINT || sig == SIGTERM) {
+      Log(1, std::string("signal ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", shutting down");
+      break;
+    }
+    if (!was_ready && cache.Ready()) {
+      was_ready = true;
+      const auto view = cache.View();
+      Log(1, "caches synced: " + std::to_string(view->state.snapshot().nodes.size()) + " GPU nodes in " +
+                 std::to_string(view->state.snapshot().domains.size()) + " domains, " +
+                 std::to_string(view->state.reservations().size()) + " reservations");
+    }
+    const int64_t r = cache.rebuilds();
+    if (r > rebuilds) {
+      metrics.IncViewRebuilds(r - rebuilds);
+      rebuilds = r;
+    }
+  }
+  server.Stop();
+  cache.Stop();
+  return 0;
+}

@@ -1,0 +1,55 @@
+// Metrics of nvl72-extender (Prometheus text exposition on /metrics of the extender's listener).
+//
+//   nvl72_extender_requests_total{verb,code}               counter
+//   nvl72_extender_request_duration_seconds{verb}          histogram, server-side handling time
+//   nvl72_extender_filter_nodes_total{result}              counter: nodes passed / failed by filter
+//   nvl72_extender_bind_refusals_total                      counter: gang pods refused off their plan
+//   nvl72_extender_view_rebuilds_total                      counter
+//
+// Add new metrics here (one place) so that a later pass can extend them without touching the server.
+// Thread-safety: all methods may be called concurrently.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+namespace nvl72::extender {
+
+class Metrics {
+ public:
+  Metrics();
+
+  // One finished HTTP request. `verb` is "filter", "prioritize", "bind", "preempt" or "other".
+  void ObserveRequest(std::string_view verb, int code, double seconds);
+  void ObserveFilter(size_t passed, size_t failed);
+  void IncBindRefusals();
+  void IncViewRebuilds(int64_t n = 1);
+
+  // Prometheus text format of everything registered.
+  std::string Serialize() const;
+  prometheus::Registry& registry() { return *registry_; }
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>& requests_;
+  prometheus::Family<prometheus::Histogram>& duration_;
+  prometheus::Counter& filter_passed_;
+  prometheus::Counter& filter_failed_;
+  prometheus::Counter& bind_refusals_;
+  prometheus::Counter& view_rebuilds_;
+
+  std::mutex mu_;  // guards the lookup maps below (families are thread-safe; lookups are cached)
+  std::map<std::pair<std::string, int>, prometheus::Counter*> request_counters_;
+  std::map<std::string, prometheus::Histogram*, std::less<>> histograms_;
+};
+
+}  // namespace nvl72::extender

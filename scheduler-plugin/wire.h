@@ -1,0 +1,118 @@
+// Wire format of the kube-scheduler HTTP extender (k8s.io/kube-scheduler/extender/v1).
+//
+// The Go structs have no json tags: the scheduler sends and expects Go field names ("NodeNames",
+// "FailedNodes", "Host", ...). Replies are written in exactly that case; requests are parsed with
+// the top-level field names matched case-insensitively, as Go's decoder does (old docs show
+// lowercase names). Fields inside the embedded v1.Pod / v1.Node objects use their json tags.
+//
+// The filter/prioritize request is on the hot path: ParseExtenderArgs() is a SAX parse that keeps
+// only what the extender needs (the pod's identity, gang labels, GPU request, and the node names)
+// and never builds a DOM of the request. Replies are written straight into a string.
+//
+// Nothing here throws; malformed input is a kInvalidArgument Status naming the problem.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace nvl72::extender {
+
+using Json = nlohmann::json;
+
+// What the extender reads of a v1.Pod.
+struct PodInfo {
+  std::string ns;
+  std::string name;
+  std::string uid;
+  int gpus = 0;              // max(sum over containers, max over initContainers) of the GPU request
+  std::string job;           // label nvl72.dev/job; "" = not a gang rank
+  int rank = -1;             // label nvl72.dev/rank; -1 if absent or not a number
+  std::string planned_node;  // annotation nvl72.dev/node
+  std::string node_name;     // spec.nodeName
+
+  std::string Key() const { return ns + "/" + name; }
+  bool IsGang() const { return !job.empty(); }
+};
+
+// PodInfo from a whole v1.Pod object (the slow paths: bind, preempt, caches).
+PodInfo PodInfoFromJson(const Json& pod, std::string_view gpu_resource);
+
+// ExtenderArgs of the filter and prioritize verbs.
+struct ExtenderArgs {
+  PodInfo pod;
+  // True when the request carries "NodeNames" (nodeCacheCapable); false when it carries
+  // "Nodes": {"items": [...]} (full-Nodes mode) or neither (zero nodes).
+  bool node_cache_capable = false;
+  bool has_nodes = false;               // "Nodes" was a non-null object
+  std::vector<std::string> node_names;  // NodeNames, or metadata.name of each Nodes.items entry
+};
+
+// Parses a filter/prioritize request body. `gpu_resource` is the extended resource counted as GPUs.
+// Errors (kInvalidArgument): not JSON, not an object, no Pod, NodeNames not an array of strings,
+// Nodes.items entries without a name, an unparsable GPU quantity.
+StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body, std::string_view gpu_resource);
+
+// ExtenderBindingArgs.
+struct BindingArgs {
+  std::string pod_name;
+  std::string pod_namespace;
+  std::string pod_uid;
+  std::string node;
+};
+StatusOr<BindingArgs> ParseBindingArgs(std::string_view body);
+
+// ExtenderPreemptionArgs. Both victim forms are read into the meta form (pod UIDs per node).
+struct NodeVictims {
+  std::vector<std::string> pod_uids;
+  int64_t num_pdb_violations = 0;
+};
+struct PreemptionArgs {
+  PodInfo pod;
+  std::vector<std::pair<std::string, NodeVictims>> victims;  // by node name, in input order
+};
+StatusOr<PreemptionArgs> ParsePreemptionArgs(std::string_view body, std::string_view gpu_resource);
+
+// ---- replies ----
+
+// ExtenderFilterResult in node-cache mode: NodeNames = passed, Nodes = null.
+struct FilterReply {
+  std::vector<std::string_view> passed;
+  std::vector<std::pair<std::string_view, std::string>> failed;
+  std::vector<std::pair<std::string_view, std::string>> unresolvable;
+  std::string error;
+};
+std::string SerializeFilterResult(const FilterReply& reply);
+// Full-Nodes mode: "Nodes": {"items": [the passed node objects]}, "NodeNames": null.
+// `passed_nodes` are the request's node objects that passed, in order.
+std::string SerializeFilterResultFullNodes(const std::vector<const Json*>& passed_nodes,
+                                           const FilterReply& reply);
+
+// HostPriorityList.
+std::string SerializeHostPriorityList(const std::vector<std::string>& hosts,
+                                      const std::vector<int>& scores);
+// ExtenderBindingResult.
+std::string SerializeBindingResult(std::string_view error);
+// ExtenderPreemptionResult (always the meta form).
+std::string SerializePreemptionResult(
+    const std::vector<std::pair<std::string, NodeVictims>>& victims);
+
+// {"Error": message}: the body of a 4xx/5xx reply.
+std::string ErrorBody(std::string_view message);
+
+// Appends `s` as a JSON string literal (quoted, escaped) to `out`.
+void AppendJsonString(std::string& out, std::string_view s);
+
+// Parses a resource quantity of a countable resource ("4", "4.0", "1k", 4). False if it is not a
+// whole, non-negative number.
+bool ParseCountQuantity(const Json& value, int64_t* out);
+bool ParseCountQuantity(std::string_view value, int64_t* out);
+
+}  // namespace nvl72::extender

@@ -1,0 +1,199 @@
+#include "scheduler-plugin/wire.h"
+
+#include <gtest/gtest.h>
+
+#include "scheduler-plugin/fixtures_for_test.h"
+
+namespace nvl72::extender {
+namespace {
+
+using testing::MakeNode;
+using testing::MakePod;
+
+TEST(WireTest, ParsesGoFieldNamesAndPodFields) {
+  Json pod = MakePod("ml", "job-3", 4, "", "job", 3, "r000-n05");
+  Json req = {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"a", "b", "r000-n05"}}};
+  auto args = ParseExtenderArgs(req.dump(), "nvidia.com/gpu");
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_TRUE(args->node_cache_capable);
+  EXPECT_FALSE(args->has_nodes);
+  EXPECT_EQ(args->node_names, (std::vector<std::string>{"a", "b", "r000-n05"}));
+  EXPECT_EQ(args->pod.ns, "ml");
+  EXPECT_EQ(args->pod.name, "job-3");
+  EXPECT_EQ(args->pod.uid, "uid-ml-job-3");
+  EXPECT_EQ(args->pod.gpus, 4);
+  EXPECT_EQ(args->pod.job, "job");
+  EXPECT_EQ(args->pod.rank, 3);
+  EXPECT_EQ(args->pod.planned_node, "r000-n05");
+  EXPECT_EQ(args->pod.Key(), "ml/job-3");
+}
+
+TEST(WireTest, ParsesLowercaseAndMixedCaseTopLevelNames) {
+  Json req = {{"pod", MakePod("ns", "p", 1)}, {"nodenames", {"x"}}};
+  auto args = ParseExtenderArgs(req.dump(), "nvidia.com/gpu");
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_EQ(args->pod.name, "p");
+  EXPECT_EQ(args->pod.gpus, 1);
+  EXPECT_EQ(args->node_names, std::vector<std::string>{"x"});
+  Json req2 = {{"POD", MakePod("ns", "q", 2)}, {"nodeNames", {"y", "z"}}};
+  auto args2 = ParseExtenderArgs(req2.dump(), "nvidia.com/gpu");
+  ASSERT_TRUE(args2.ok()) << args2.status();
+  EXPECT_EQ(args2->pod.name, "q");
+  EXPECT_EQ(args2->node_names.size(), 2u);
+}
+
+TEST(WireTest, FullNodesModeReadsItemNames) {
+  Json req = {{"Pod", MakePod("ns", "p", 1)},
+              {"Nodes", {{"items", {MakeNode("n1", "c"), MakeNode("n2", "c")}}}},
+              {"NodeNames", nullptr}};
+  auto args = ParseExtenderArgs(req.dump(), "nvidia.com/gpu");
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_FALSE(args->node_cache_capable);
+  EXPECT_TRUE(args->has_nodes);
+  EXPECT_EQ(args->node_names, (std::vector<std::string>{"n1", "n2"}));
+}
+
+TEST(WireTest, GpuRequestFromLimitsAndInitContainers) {
+  Json pod = MakePod("ns", "p", 0);
+  pod["spec"]["containers"] = {
+      {{"name", "a"}, {"resources", {{"limits", {{"nvidia.com/gpu", 2}}}}}},
+      {{"name", "b"}, {"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}, {"limits", {{"nvidia.com/gpu", "1"}}}}}}};
+  pod["spec"]["initContainers"] = {{{"name", "i"}, {"resources", {{"requests", {{"nvidia.com/gpu", "4"}}}}}}};
+  auto args = ParseExtenderArgs(Json{{"Pod", pod}, {"NodeNames", Json::array()}}.dump(), "nvidia.com/gpu");
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_EQ(args->pod.gpus, 4);  // max(2 + 1, 4)
+  EXPECT_EQ(PodInfoFromJson(pod, "nvidia.com/gpu").gpus, 4);
+  pod["spec"].erase("initContainers");
+  EXPECT_EQ(PodInfoFromJson(pod, "nvidia.com/gpu").gpus, 3);
+  auto args2 = ParseExtenderArgs(Json{{"Pod", pod}}.dump(), "nvidia.com/gpu");
+  ASSERT_TRUE(args2.ok());
+  EXPECT_EQ(args2->pod.gpus, 3);
+  EXPECT_TRUE(args2->node_names.empty());
+}
+
+TEST(WireTest, MalformedRequestsAreErrorsNotCrashes) {
+  const std::vector<std::string> bad = {
+      "",
+      "not json",
+      "[]",
+      "42",
+      "{}",                                             // no Pod
+      R"({"Pod": null, "NodeNames": []})",              // null Pod
+      R"({"Pod": 1})",
+      R"({"Pod": {}, "NodeNames": [1, 2]})",
+      R"({"Pod": {}, "NodeNames": "n1"})",
+      R"({"Pod": {}, "NodeNames": [["n1"]]})",
+      R"({"Pod": {}, "NodeNames": [{"n": 1}]})",
+      R"({"Pod": {}, "Nodes": [1]})",
+      R"({"Pod": {}, "NodeNames": ["a")",               // truncated
+      R"({"Pod": {"spec": {"containers": [{"resources": {"requests": {"nvidia.com/gpu": "lots"}}}]}}})",
+      R"({"Pod": {"spec": {"containers": [{"resources": {"requests": {"nvidia.com/gpu": -1}}}]}}})",
+      "{\"Pod\": {}, \"NodeNames\": [\"a\"]} trailing",
+  };
+  for (const auto& body : bad) {
+    auto args = ParseExtenderArgs(body, "nvidia.com/gpu");
+    EXPECT_FALSE(args.ok()) << body;
+    if (!args.ok()) {
+      EXPECT_EQ(args.status().code(), StatusCode::kInvalidArgument) << body;
+    }
+  }
+  // Unknown fields and odd-but-valid values are fine.
+  auto ok = ParseExtenderArgs(R"({"Pod": {"metadata": {"name": 5}}, "Extra": [1, {"x": null}]})",
+                              "nvidia.com/gpu");
+  EXPECT_TRUE(ok.ok()) << ok.status();
+}
+
+TEST(WireTest, FilterResultUsesGoFieldNames) {
+  FilterReply r;
+  r.passed = {"n1"};
+  r.failed = {{"n2", "reserved \"x\""}};
+  r.unresolvable = {{"n3", "gone"}};
+  const Json j = Json::parse(SerializeFilterResult(r));
+  EXPECT_TRUE(j.at("Nodes").is_null());
+  EXPECT_EQ(j.at("NodeNames"), Json({"n1"}));
+  EXPECT_EQ(j.at("FailedNodes"), Json({{"n2", "reserved \"x\""}}));
+  EXPECT_EQ(j.at("FailedAndUnresolvableNodes"), Json({{"n3", "gone"}}));
+  EXPECT_EQ(j.at("Error"), "");
+  EXPECT_EQ(j.size(), 5u);
+
+  Json node = MakeNode("n1", "c");
+  const Json full = Json::parse(SerializeFilterResultFullNodes({&node}, r));
+  EXPECT_TRUE(full.at("NodeNames").is_null());
+  EXPECT_EQ(full.at("Nodes").at("items").at(0), node);
+}
+
+TEST(WireTest, HostPriorityListRoundTrip) {
+  const Json j = Json::parse(SerializeHostPriorityList({"a", "b"}, {7, 0}));
+  EXPECT_EQ(j, Json::parse(R"([{"Host":"a","Score":7},{"Host":"b","Score":0}])"));
+  EXPECT_EQ(SerializeHostPriorityList({}, {}), "[]");
+}
+
+TEST(WireTest, BindingArgsCaseInsensitive) {
+  auto a = ParseBindingArgs(R"({"PodName":"p","PodNamespace":"ns","PodUID":"u","Node":"n"})");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->pod_name, "p");
+  EXPECT_EQ(a->pod_namespace, "ns");
+  EXPECT_EQ(a->pod_uid, "u");
+  EXPECT_EQ(a->node, "n");
+  auto b = ParseBindingArgs(R"({"podName":"p","podNamespace":"ns","podUID":"u","node":"n"})");
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->node, "n");
+  EXPECT_FALSE(ParseBindingArgs(R"({"PodName":"p"})").ok());
+  EXPECT_FALSE(ParseBindingArgs(R"({"PodName":1,"PodNamespace":"ns","Node":"n"})").ok());
+  EXPECT_FALSE(ParseBindingArgs("{").ok());
+  EXPECT_EQ(Json::parse(SerializeBindingResult("")), Json({{"Error", ""}}));
+  EXPECT_EQ(Json::parse(SerializeBindingResult("no")), Json({{"Error", "no"}}));
+}
+
+TEST(WireTest, PreemptionArgsBothFormsAndResult) {
+  Json victim = MakePod("ns", "v", 1, "n1");
+  Json full = {{"Pod", MakePod("ns", "p", 4)},
+               {"NodeNameToVictims", {{"n1", {{"Pods", {victim}}, {"NumPDBViolations", 1}}}}}};
+  auto a = ParsePreemptionArgs(full.dump(), "nvidia.com/gpu");
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_EQ(a->victims.size(), 1u);
+  EXPECT_EQ(a->victims[0].first, "n1");
+  EXPECT_EQ(a->victims[0].second.pod_uids, std::vector<std::string>{"uid-ns-v"});
+  EXPECT_EQ(a->victims[0].second.num_pdb_violations, 1);
+  EXPECT_EQ(a->pod.gpus, 4);
+
+  auto m = ParsePreemptionArgs(
+      R"({"pod":{"metadata":{"name":"p"}},"nodeNameToMetaVictims":{"n2":{"pods":[{"uid":"u1"},{"UID":"u2"}],"numPDBViolations":0}}})",
+      "nvidia.com/gpu");
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->victims.size(), 1u);
+  EXPECT_EQ(m->victims[0].second.pod_uids, (std::vector<std::string>{"u1", "u2"}));
+  EXPECT_EQ(Json::parse(SerializePreemptionResult(m->victims)),
+            Json::parse(R"({"NodeNameToMetaVictims":{"n2":{"Pods":[{"UID":"u1"},{"UID":"u2"}],"NumPDBViolations":0}}})"));
+  EXPECT_FALSE(ParsePreemptionArgs(R"({"NodeNameToMetaVictims":{}})", "nvidia.com/gpu").ok());
+  EXPECT_FALSE(ParsePreemptionArgs(R"({"Pod":{},"NodeNameToMetaVictims":{"n":{"Pods":[{}]}}})",
+                                   "nvidia.com/gpu").ok());
+  EXPECT_FALSE(ParsePreemptionArgs(R"({"Pod":{},"NodeNameToMetaVictims":[]})", "nvidia.com/gpu").ok());
+}
+
+TEST(WireTest, JsonStringEscaping) {
+  std::string out;
+  AppendJsonString(out, std::string("a\"b\\c\n\x01", 8));
+  EXPECT_EQ(Json::parse(out).get<std::string>(), std::string("a\"b\\c\n\x01", 8));
+  EXPECT_EQ(Json::parse(ErrorBody("x\ty")).at("Error"), "x\ty");
+}
+
+TEST(WireTest, CountQuantities) {
+  int64_t v = -1;
+  EXPECT_TRUE(ParseCountQuantity(std::string_view("4"), &v));
+  EXPECT_EQ(v, 4);
+  EXPECT_TRUE(ParseCountQuantity(std::string_view("2.0"), &v));
+  EXPECT_EQ(v, 2);
+  EXPECT_TRUE(ParseCountQuantity(std::string_view("1k"), &v));
+  EXPECT_EQ(v, 1000);
+  EXPECT_FALSE(ParseCountQuantity(std::string_view("1.5"), &v));
+  EXPECT_FALSE(ParseCountQuantity(std::string_view("-1"), &v));
+  EXPECT_FALSE(ParseCountQuantity(std::string_view(""), &v));
+  EXPECT_FALSE(ParseCountQuantity(std::string_view("2x"), &v));
+  EXPECT_TRUE(ParseCountQuantity(Json(3), &v));
+  EXPECT_EQ(v, 3);
+  EXPECT_FALSE(ParseCountQuantity(Json(true), &v));
+}
+
+}  // namespace
+}  // namespace nvl72::extender

@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# e2e of nvl72-extender with the real kube-scheduler on a local control plane with kwok racks.
+#
+#   tests/e2e/extender_e2e_test.sh [PATH/TO/nvl72-extender]
+#
+# Brings up its own cluster (11 racks of 18 x 4-GPU kwok nodes) with the default kube-scheduler, then
+# runs nvl72-extender and a SECOND kube-scheduler serving the `nvl72-scheduler` profile with
+# scheduler-plugin/scheduler-config.yaml. Checks:
+#   1. gang ranks (labels nvl72.dev/job + rank, annotation nvl72.dev/node) are bound to their
+#      planned nodes;
+#   2. 200 single-GPU pods on a partly filled cluster, measured side by side in the same run: racks
+#      0-4 get them through the default profile, racks 5-9 (same pre-fill) through nvl72-scheduler,
+#      all created at once;
+#      ours must leave more whole free domains, or as many and more whole free nodes (both printed);
+#   3. with the extender stopped, gang ranks stay Pending (never placed elsewhere); once it is back
+#      they bind to their planned nodes.
+# Results are printed as "RESULT ..." lines (and appended to $NVL72_E2E_RESULTS if set).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+lc=$root/scripts/local-cluster
+extender_bin=${1:-${NVL72_EXTENDER_BIN:-${NVL72_BUILD_DIR:-$root/build}/scheduler-plugin/nvl72-extender}}
+[[ -x $extender_bin ]] || { echo "nvl72-extender binary not found at $extender_bin" >&2; exit 1; }
+state=$(mktemp -d "${TMPDIR:-/tmp}/nvl72-extender-e2e.XXXXXX")
+t0=$(date +%s)
+ext_pid= sched_pid=
+log() { printf '[extender_e2e +%ss] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
+ok() { log "ok: $*"; }
+result() {
+  log "RESULT $*"
+  if [[ -n ${NVL72_E2E_RESULTS:-} ]]; then echo "$*" >>"$NVL72_E2E_RESULTS"; fi
+}
+fail() {
+  log "FAIL: $*" >&2
+  for f in "$state"/extender.log "$state"/nvl72-scheduler.log; do
+    [[ -f $f ]] && { echo "--- tail of $f" >&2; tail -n 30 "$f" >&2; }
+  done
+  exit 1
+}
+stop_pid() { # PID: TERM, wait up to 10 s, then KILL
+  local pid=$1
+  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.25; done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+cleanup() {
+  stop_pid "$sched_pid"
+  stop_pid "$ext_pid"
+  "$lc" down --state "$state" >/dev/null 2>&1 || true
+  rm -rf "$state"
+}
+trap cleanup EXIT
+wait_until() { # TIMEOUT_S CMD...
+  local deadline=$(( $(date +%s) + $1 )); shift
+  until "$@"; do (( $(date +%s) < deadline )) || return 1; sleep 0.5; done
+}
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+racks=11
+"$lc" up --racks "$racks" --state "$state" >/dev/null || fail "local-cluster up"
+# shellcheck disable=SC1091
+source "$state/env"
+"$lc" scheduler start --state "$state" || fail "default kube-scheduler"
+nodes_ready() { [[ $(kubectl get nodes -l nvidia.com/gpu.clique --no-headers 2>/dev/null | grep -c ' Ready ') == $((racks * 18)) ]]; }
+wait_until 120 nodes_ready || fail "nodes not Ready"
+ok "cluster up: $racks racks, default kube-scheduler running"
+
+clique() { kubectl get node "rack$1-node00" -o jsonpath='{.metadata.labels.nvidia\.com/gpu\.clique}'; }
+kubectl create namespace e2e >/dev/null
+
+# ---- nvl72-extender + second kube-scheduler (nvl72-scheduler profile) ----
+ext_port=$(free_port)
+start_extender() {
+  "$extender_bin" --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$ext_port" --spares-per-domain 2 \
+    >>"$state/extender.log" 2>&1 &
+  ext_pid=$!
+  wait_until 60 curl -sf "http://127.0.0.1:$ext_port/readyz" -o /dev/null || fail "extender not ready"
+}
+start_extender
+ok "nvl72-extender ready on 127.0.0.1:$ext_port"
+sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#EXTENDER_URL#http://127.0.0.1:$ext_port#" \
+  -e "s#LEADER_ELECT#false#" "$root/scheduler-plugin/scheduler-config.yaml" >"$state/nvl72-scheduler.yaml"
+"$NVL72_KUBE_SCHEDULER" --config="$state/nvl72-scheduler.yaml" --secure-port="$(free_port)" \
+  --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
+  --authorization-kubeconfig="$KUBECONFIG" >"$state/nvl72-scheduler.log" 2>&1 &
+sched_pid=$!
+sleep 3
+kill -0 "$sched_pid" 2>/dev/null || fail "nvl72 kube-scheduler exited"
+ok "second kube-scheduler (profile nvl72-scheduler, extender http://127.0.0.1:$ext_port)"
+
+# ---- helpers ----
+# gang_pods JOB NODE... : one 4-GPU rank per planned node
+gang_pods() {
+  local job=$1; shift
+  local rank=0 node
+  for node in "$@"; do
+    cat <<YAML
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $job-$rank
+  namespace: e2e
+  labels: {nvl72.dev/job: $job, nvl72.dev/rank: "$rank"}
+  annotations: {nvl72.dev/node: $node}
+spec:
+  schedulerName: nvl72-scheduler
+  containers:
+  - name: main
+    image: busybox
+    resources:
+      requests: {cpu: 100m, nvidia.com/gpu: "4"}
+      limits: {nvidia.com/gpu: "4"}
+YAML
+    rank=$((rank + 1))
+  done
+}
+# "name node planned" per pod of a job
+placements() {
+  kubectl get pods -n e2e -l "nvl72.dev/job=$1" -o go-template \
+    --template='{{range .items}}{{.metadata.name}} {{or .spec.nodeName "-"}} {{index .metadata.annotations "nvl72.dev/node"}}{{"\n"}}{{end}}'
+}
+all_on_plan() { # JOB COUNT
+  local n; n=$(placements "$1" | awk '$2 == $3' | wc -l)
+  [[ $n == "$2" ]]
+}
+
+# ---- 1. gang ranks land on their planned nodes ----
+gang_pods g1 rack10-node03 rack10-node07 rack10-node11 rack10-node15 | kubectl apply -f - >/dev/null
+wait_until 60 all_on_plan g1 4 || fail "gang g1 not bound to its plan:
+$(placements g1)"
+ok "gang g1: 4 ranks bound to their planned nodes by kube-scheduler + extender"
+
+# ---- 2. 200 single-GPU pods, default profile vs nvl72-scheduler, side by side ----
+# Identical pre-fill in both halves: in the first three racks of each half, nodes 1, 5, 9, 13 run a
+# 2-GPU pod and node 3 a 3-GPU pod (bound directly, no scheduler); the other two racks are empty.
+prefill() {
+  local r n gpus
+  for r in "$@"; do
+    for n in 1 3 5 9 13; do
+      gpus=2; [[ $n == 3 ]] && gpus=3
+      cat <<YAML
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: fill-r$r-n$n, namespace: e2e, labels: {app: fill}}
+spec:
+  nodeName: rack$r-node$(printf %02d "$n")
+  containers:
+  - name: main
+    image: busybox
+    resources:
+      requests: {cpu: 100m, nvidia.com/gpu: "$gpus"}
+      limits: {nvidia.com/gpu: "$gpus"}
+YAML
+    done
+  done
+}
+prefill 0 1 2 5 6 7 | kubectl apply -f - >/dev/null
+half_a="$(clique 0), $(clique 1), $(clique 2), $(clique 3), $(clique 4)"
+half_b="$(clique 5), $(clique 6), $(clique 7), $(clique 8), $(clique 9)"
+singles() { # PREFIX SCHEDULER CLIQUES COUNT
+  local i
+  for ((i = 0; i < $4; i++)); do
+    cat <<YAML
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: $1-$i, namespace: e2e, labels: {app: $1}}
+spec:
+  schedulerName: $2
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+        - matchExpressions:
+          - {key: nvidia.com/gpu.clique, operator: In, values: [$3]}
+  containers:
+  - name: main
+    image: busybox
+    resources:
+      requests: {cpu: 100m, nvidia.com/gpu: "1"}
+      limits: {nvidia.com/gpu: "1"}
+YAML
+  done
+}
+{ singles default default-scheduler "$half_a" 200; singles nvl72 nvl72-scheduler "$half_b" 200; } >"$state/singles.yaml"
+bound_count() { kubectl get pods -n e2e -l "app=$1" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true; }
+ts=$(date +%s.%N)
+kubectl apply -f "$state/singles.yaml" >/dev/null
+t_default= t_nvl72=
+deadline=$(( $(date +%s) + 300 ))
+while [[ -z $t_default || -z $t_nvl72 ]]; do
+  (( $(date +%s) < deadline )) || fail "singles not all bound: default $(bound_count default)/200, nvl72 $(bound_count nvl72)/200"
+  [[ -z $t_default && $(bound_count default) == 200 ]] && t_default=$(awk -v a="$ts" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  [[ -z $t_nvl72 && $(bound_count nvl72) == 200 ]] && t_nvl72=$(awk -v a="$ts" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  sleep 0.5
+done
+ok "200 + 200 single-GPU pods bound (default profile ${t_default}s, nvl72-scheduler ${t_nvl72}s, created together)"
+
+# GPUs requested per node (all pods in the cluster that are bound and not finished).
+kubectl get pods -A -o go-template --template='{{range .items}}{{if .spec.nodeName}}{{.spec.nodeName}}{{range .spec.containers}} {{index .resources.requests "nvidia.com/gpu"}}{{end}}{{"\n"}}{{end}}{{end}}' \
+  | awk '{ s = 0; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) s += $i; used[$1] += s } END { for (n in used) print n, used[n] }' \
+  >"$state/used.txt"
+stats() { # FIRST_RACK LAST_RACK -> "whole_free_domains whole_free_nodes largest_free_block"
+  awk -v lo="$1" -v hi="$2" '
+    { used[$1] = $2 }
+    END {
+      domains = 0; nodes = 0; best = 0
+      for (r = lo; r <= hi; r++) {
+        free = 0
+        for (n = 0; n < 18; n++) { name = sprintf("rack%d-node%02d", r, n); if (!(name in used) || used[name] == 0) free++ }
+        nodes += free; if (free == 18) domains++; if (free > best) best = free
+      }
+      print domains, nodes, best
+    }' "$state/used.txt"
+}
+read -r d_dom d_nodes d_best < <(stats 0 4)
+read -r o_dom o_nodes o_best < <(stats 5 9)
+result "extender_e2e singles=200 racks_per_side=5 default: whole_free_domains=$d_dom whole_free_nodes=$d_nodes largest_free_block=$d_best bind_time_s=$t_default"
+result "extender_e2e singles=200 racks_per_side=5 nvl72: whole_free_domains=$o_dom whole_free_nodes=$o_nodes largest_free_block=$o_best bind_time_s=$t_nvl72"
+if (( o_dom > d_dom || (o_dom == d_dom && o_nodes > d_nodes) )); then
+  ok "nvl72-scheduler leaves more whole capacity for gangs ($o_dom domains / $o_nodes nodes vs $d_dom / $d_nodes)"
+else
+  fail "nvl72-scheduler left $o_dom whole domains / $o_nodes whole nodes, default $d_dom / $d_nodes"
+fi
+
+# ---- 3. extender down: gang ranks wait; extender back: they bind ----
+stop_pid "$ext_pid"; ext_pid=
+ok "extender stopped"
+gang_pods g2 rack10-node00 rack10-node01 | kubectl apply -f - >/dev/null
+sleep 15
+pending=$(placements g2 | awk '$2 == "-"' | wc -l)
+[[ $pending == 2 ]] || fail "with the extender down, gang g2 was placed:
+$(placements g2)"
+ok "extender down for 15 s: both g2 ranks still Pending"
+start_extender
+ok "extender back"
+if ! wait_until 30 all_on_plan g2 2; then
+  # The pods may sit in the scheduler's backoff; any pod update requeues them.
+  kubectl annotate pods -n e2e -l nvl72.dev/job=g2 nvl72.dev/poke="$(date +%s)" --overwrite >/dev/null
+  wait_until 60 all_on_plan g2 2 || fail "g2 not bound after the extender came back:
+$(placements g2)"
+fi
+ok "gang g2 bound to its planned nodes after the extender came back"
+grep -q 'nvl72_extender_requests_total{code="200",verb="bind"}' <(curl -sf "http://127.0.0.1:$ext_port/metrics") \
+  || fail "metrics: no bind requests counted"
+ok "all extender e2e checks passed in $(( $(date +%s) - t0 ))s"
