@@ -171,7 +171,8 @@ contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 EOF
 # The in-cluster config of the pod becomes clientConnection.kubeconfig here; everything else as rendered.
-{ echo "$cfg" | sed '/^kind: KubeSchedulerConfiguration/a clientConnection: {kubeconfig: '"$state"'/sched.kubeconfig}'; } >"$state/sched.yaml"
+echo "$cfg" | sed 's|^clientConnection:$|clientConnection:\n  kubeconfig: '"$state"'/sched.kubeconfig|' >"$state/sched.yaml"
+grep -q "kubeconfig: $state/sched.kubeconfig" "$state/sched.yaml" || fail "could not point the scheduler config at its kubeconfig: $(cat "$state/sched.yaml")"
 read -r _ hi </proc/sys/net/ipv4/ip_local_port_range
 port=$(( (hi < 60000 ? hi + 1 : 20000) + RANDOM % 1000 ))
 "$NVL72_KUBE_SCHEDULER" --config="$state/sched.yaml" --secure-port="$port" --bind-address=127.0.0.1 \
