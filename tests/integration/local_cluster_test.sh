@@ -89,9 +89,9 @@ ok "kube-scheduler bound lc-scheduled to $(kubectl get pod lc-scheduled -o 'json
 "$lc" scheduler stop --state "$state" || fail "scheduler stop"
 
 # restart-apiserver: same URL, data kept, a new process; kwok keeps working afterwards.
-old_pid=$(<"$state/run/kube-apiserver.pid")
+read -r old_pid _ <"$state/run/kube-apiserver.pid"
 "$lc" restart-apiserver --state "$state" || fail "restart-apiserver"
-new_pid=$(<"$state/run/kube-apiserver.pid")
+read -r new_pid _ <"$state/run/kube-apiserver.pid"
 [[ $old_pid != "$new_pid" ]] || fail "apiserver pid did not change ($old_pid)"
 ! alive "$old_pid" || fail "old apiserver pid $old_pid still running"
 [[ $(kubectl get --raw /readyz) == ok ]] || fail "/readyz after restart"
@@ -101,7 +101,7 @@ wait_until 90 running lc-after-restart || fail "kwok did not run a pod created a
 ok "apiserver restarted (pid $old_pid -> $new_pid), data kept, kwok still runs pods"
 
 "$lc" status --state "$state" >/dev/null || fail "status reports a problem"
-pids=$(cat "$state"/run/*.pid)
+pids=$(awk '{ print $1 }' "$state"/run/*.pid) # run/NAME.pid: "PID STARTTIME"
 "$lc" down --state "$state" || fail "down"
 [[ ! -e $state ]] || fail "state dir $state still exists after down"
 for p in $pids; do ! alive "$p" || fail "pid $p still runs after down"; done
