@@ -7,26 +7,35 @@
 #     installed (CRD, ServiceAccounts, RBAC), the operator CONTAINER (host network, a mounted
 #     kubeconfig carrying the operator ServiceAccount's token) admits an NVL72Job: status.placement
 #     puts all ranks in one NVLink domain and the rank pods are created;
-#  4. kubectl-nvl72 from the image shows the gang in the rack map.
+#  4. the extender CONTAINER (its own ServiceAccount's token) serves the verbs, and the real
+#     kube-scheduler, run with the chart's KubeSchedulerConfiguration pointed at that container, gets
+#     the rank pods bound to exactly their planned nodes (kwok then runs them);
+#  5. kubectl-nvl72 from the image shows the gang in the rack map.
 # Exit 77 (ctest: skipped) when no Docker engine is reachable.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 lc=$root/scripts/local-cluster
 state=$(mktemp -d "${TMPDIR:-/tmp}/nvl72-image-e2e.XXXXXX")
 ns=nvl72-system rel=nvl72 jobns=e2e
-container=nvl72-image-e2e-$$
+container=nvl72-image-e2e-$$ ext_container=nvl72-image-e2e-ext-$$
+sched_pid=
 t0=$(date +%s)
 ok() { printf '[image_e2e +%ss] ok: %s\n' "$(($(date +%s) - t0))" "$*"; }
 fail() {
   printf '[image_e2e +%ss] FAIL: %s\n' "$(($(date +%s) - t0))" "$*" >&2
-  if docker inspect "$container" >/dev/null 2>&1; then
-    echo "--- operator container log (tail)" >&2
-    docker logs --tail 30 "$container" >&2 2>&1 || true
-  fi
+  local c
+  for c in "$container" "$ext_container"; do
+    if docker inspect "$c" >/dev/null 2>&1; then
+      echo "--- container $c log (tail)" >&2
+      docker logs --tail 30 "$c" >&2 2>&1 || true
+    fi
+  done
+  [[ -f $state/sched.log ]] && { echo "--- kube-scheduler log (tail)" >&2; tail -n 20 "$state/sched.log" >&2; }
   exit 1
 }
 cleanup() {
-  docker rm -f "$container" >/dev/null 2>&1 || true
+  [[ -n $sched_pid ]] && { kill "$sched_pid" 2>/dev/null; wait "$sched_pid" 2>/dev/null; }
+  docker rm -f "$container" "$ext_container" >/dev/null 2>&1 || true
   "$lc" down --state "$state" >/dev/null 2>&1 || true
   rm -rf "$state"
 }
@@ -74,10 +83,10 @@ ok "local control plane at $NVL72_APISERVER_URL (2 racks)"
 helm install "$rel" "$root/charts/nvl72-operator" -n "$ns" --create-namespace --set "image.repository=${image%:*}" \
   --set "image.tag=${image##*:}" >/dev/null || fail "helm install"
 kubectl wait --for=condition=Established --timeout=30s crd/nvl72jobs.nvl72.dev >/dev/null || fail "CRD not established"
-sa=$rel-nvl72-operator
-token=$(kubectl create token "$sa" -n "$ns" --duration=30m) || fail "kubectl create token $sa"
-kc=$state/operator.kubeconfig
-cat >"$kc" <<EOF
+kubeconfig_for() { # SA FILE: a kubeconfig carrying a token of ServiceAccount SA
+  local sa=$1 f=$2 token
+  token=$(kubectl create token "$sa" -n "$ns" --duration=30m) || fail "kubectl create token $sa"
+  cat >"$f" <<EOF
 apiVersion: v1
 kind: Config
 clusters: [{name: local, cluster: {server: "$NVL72_APISERVER_URL", certificate-authority-data: "$(base64 -w0 <"$NVL72_CA_FILE")"}}]
@@ -85,10 +94,14 @@ users: [{name: $sa, user: {token: "$token"}}]
 contexts: [{name: local, context: {cluster: local, user: $sa, namespace: $jobns}}]
 current-context: local
 EOF
-chmod 644 "$kc"  # readable by uid 65532 in the container; a short-lived test token
+  chmod 644 "$f"  # readable by uid 65532 in the container; a short-lived test token
+}
+sa=$rel-nvl72-operator
+kc=$state/operator.kubeconfig
+kubeconfig_for "$sa" "$kc"
 read -r _ hi </proc/sys/net/ipv4/ip_local_port_range
 base=$(( (hi < 60000 ? hi + 1 : 20000) + RANDOM % 2000 ))
-metrics_port=$base health_port=$((base + 1))
+metrics_port=$base health_port=$((base + 1)) ext_port=$((base + 2)) sched_port=$((base + 3))
 docker run -d --name "$container" --network host --read-only --cap-drop ALL \
   --security-opt no-new-privileges -v "$kc:/etc/nvl72/kubeconfig:ro" "$image" \
   /usr/local/bin/nvl72-operator --kubeconfig=/etc/nvl72/kubeconfig \
@@ -128,7 +141,39 @@ wait_until 60 pods_made || fail "the operator did not create 8 rank pods: $(kube
 [[ $(kubectl get pod gang-8-0 -n "$jobns" -o jsonpath='{.spec.schedulerName}') == nvl72-scheduler ]] || fail "rank pod does not use nvl72-scheduler"
 ok "operator container admitted gang-8: 8 ranks in domain $domains, 8 rank pods created"
 
-# --- 4. kubectl-nvl72 from the image ------------------------------------------------------------------------
+# --- 4. the extender container + the real kube-scheduler bind the rank pods ----------------------------
+ext_kc=$state/extender.kubeconfig
+kubeconfig_for "$rel-nvl72-operator-extender" "$ext_kc"
+docker run -d --name "$ext_container" --network host --read-only --cap-drop ALL \
+  --security-opt no-new-privileges -v "$ext_kc:/etc/nvl72/kubeconfig:ro" "$image" \
+  /usr/local/bin/nvl72-extender --kubeconfig=/etc/nvl72/kubeconfig --listen="127.0.0.1:$ext_port" >/dev/null \
+  || fail "docker run of the extender"
+ext_ready() { [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$ext_port/readyz") == 200 ]]; }
+wait_until 60 ext_ready || fail "extender container not ready on :$ext_port/readyz"
+curl -s "http://127.0.0.1:$ext_port/metrics" | grep -q '^nvl72_' || fail "extender /metrics has no nvl72_ series"
+sched_kc=$state/scheduler.kubeconfig
+kubeconfig_for "$rel-nvl72-operator-scheduler" "$sched_kc"
+kubectl get cm "$rel-nvl72-operator-scheduler-config" -n "$ns" -o jsonpath='{.data.config\.yaml}' |
+  sed -e 's|^clientConnection:$|clientConnection:\n  kubeconfig: '"$sched_kc"'|' \
+      -e 's|urlPrefix: .*|urlPrefix: "http://127.0.0.1:'"$ext_port"'"|' >"$state/sched.yaml"
+grep -q "127.0.0.1:$ext_port" "$state/sched.yaml" || fail "scheduler config not pointed at the extender container"
+"$NVL72_KUBE_SCHEDULER" --config="$state/sched.yaml" --secure-port="$sched_port" --bind-address=127.0.0.1 \
+  --authentication-kubeconfig="$sched_kc" --authorization-kubeconfig="$sched_kc" \
+  --cert-dir="$state/sched-certs" >"$state/sched.log" 2>&1 &
+sched_pid=$!
+bound_as_planned() {
+  local planned actual
+  planned=$(kubectl get nvl72job gang-8 -n "$jobns" -o jsonpath='{range .status.placement.ranks[*]}{.pod}={.node}{"\n"}{end}' | sort)
+  actual=$(kubectl get pods -n "$jobns" -l nvl72.dev/job=gang-8 -o jsonpath='{range .items[*]}{.metadata.name}={.spec.nodeName}{"\n"}{end}' | sort)
+  [[ -n $planned && $planned == "$actual" ]]
+}
+wait_until 90 bound_as_planned || fail "rank pods not bound to their planned nodes:
+$(kubectl get pods -n "$jobns" -o wide 2>&1)"
+running() { [[ $(kubectl get pods -n "$jobns" -l nvl72.dev/job=gang-8 -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c '^Running$') == 8 ]]; }
+wait_until 60 running || fail "rank pods not Running: $(kubectl get pods -n "$jobns" 2>&1)"
+ok "extender container + kube-scheduler (chart config): 8 rank pods bound to their planned nodes and Running"
+
+# --- 5. kubectl-nvl72 from the image ------------------------------------------------------------------------
 out=$(docker run --rm --network host --read-only -v "$kc:/etc/nvl72/kubeconfig:ro" "$image" \
   /usr/local/bin/kubectl-nvl72 --kubeconfig=/etc/nvl72/kubeconfig racks) || fail "kubectl-nvl72 racks in the image"
 grep -q '########' <<<"$out" || fail "rack map does not show the 8-rank gang: $out"
@@ -139,7 +184,11 @@ out=$(docker run --rm --network host --read-only -v "$kc:/etc/nvl72/kubeconfig:r
 grep -q 'ranks 0-7' <<<"$out" || fail "explain does not show the placement: $out"
 ok "kubectl-nvl72 racks / explain from the image show the gang"
 
-docker stop -t 10 "$container" >/dev/null || fail "docker stop"
-[[ $(docker inspect -f '{{.State.ExitCode}}' "$container") == 0 ]] || fail "operator container exited with $(docker inspect -f '{{.State.ExitCode}}' "$container") on SIGTERM"
-ok "operator container stops cleanly on SIGTERM"
+kill "$sched_pid" 2>/dev/null; wait "$sched_pid" 2>/dev/null || true; sched_pid=
+docker stop -t 10 "$container" "$ext_container" >/dev/null || fail "docker stop"
+for c in "$container" "$ext_container"; do
+  code=$(docker inspect -f '{{.State.ExitCode}}' "$c")
+  [[ $code == 0 ]] || fail "container $c exited with $code on SIGTERM"
+done
+ok "operator and extender containers stop cleanly on SIGTERM"
 ok "all image checks passed in $(($(date +%s) - t0)) s"
