@@ -83,6 +83,9 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       }
       continue;
     }
+    if (strings.count(name) == 0 && ints.count(name) == 0) {
+      return InvalidArgumentError("unknown flag --" + name + " (see --help)");
+    }
     if (!has_value) {
       if (i + 1 >= args.size()) return InvalidArgumentError("--" + name + " needs a value");
       value = args[++i];

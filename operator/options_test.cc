@@ -36,7 +36,8 @@ TEST(OptionsTest, BothFlagForms) {
 
 TEST(OptionsTest, ErrorsNameTheFlag) {
   for (auto [args, flag] : std::vector<std::pair<std::vector<std::string>, std::string>>{
-           {{"--bogus"}, "--bogus"},
+           {{"--bogus"}, "unknown flag --bogus"},
+           {{"--bogus", "value"}, "unknown flag --bogus"},
            {{"--spares-per-domain", "x"}, "--spares-per-domain"},
            {{"--policy", "magic"}, "--policy"},
            {{"--metrics-addr", "nohost"}, "--metrics-addr"},

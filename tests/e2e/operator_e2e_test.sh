@@ -32,7 +32,7 @@ fi
 # shellcheck disable=SC1091
 source "$state/env"
 kc() { "$NVL72_KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
-ns=op-e2e
+ns=op-e2e-$$
 workdir=$(mktemp -d /tmp/nvl72-op-e2e-work.XXXXXX)
 op_pid=
 
@@ -188,11 +188,17 @@ spec:
   template: {spec: {containers: [{name: c, image: busybox}]}}
 YAML
 done
-kc -n "$ns" apply -f "$workdir/burst.yaml" >/dev/null
-sleep 0.7
-placed_at_kill=$(kc -n "$ns" get nvj -o jsonpath='{range .items[*]}{.status.placement.ranks[0].node}{"\n"}{end}' | grep -c . || true)
-pods_at_kill=$(kc -n "$ns" get pods -o name | wc -l)
+kc -n "$ns" apply -f "$workdir/burst.yaml" >/dev/null &
+apply_pid=$!
+# Kill as soon as a few burst jobs are admitted (read from the operator's log, no API round trip).
+for _ in $(seq 1 1200); do
+  (($(grep -c "admitted $ns/burst-" "$workdir/operator-first.log" || true) >= 3)) && break
+  sleep 0.05
+done
 kill -9 "$op_pid"; wait "$op_pid" 2>/dev/null || true; op_pid=
+wait "$apply_pid" || fail "kubectl apply of the burst failed"
+placed_at_kill=$(grep -c "admitted $ns/burst-" "$workdir/operator-first.log" || true)
+pods_at_kill=$(kc -n "$ns" get pods -o name | wc -l)
 log "killed the operator with $placed_at_kill of 20 jobs placed and $pods_at_kill pods"
 for j in $(kc -n "$ns" get nvj -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}'); do
   ranks_of "$j" | sed "s/^/$j /"
@@ -227,6 +233,9 @@ done
 for j in $(kc -n "$ns" get nvj -o jsonpath='{range .items[?(@.status.state=="Waiting")]}{.metadata.name}{"\n"}{end}'); do
   [[ $(kc -n "$ns" get pods -l "nvl72.dev/job=$j" -o name | wc -l) == 0 ]] || fail "waiting $j has pods"
 done
+
+kc -n "$ns" delete nvj --all --wait=true --timeout=120s >/dev/null  # leaves a reused cluster empty
+[[ $(kc -n "$ns" get pods -o name | wc -l) == 0 ]] && ok "all pods gone after deleting every job" || fail "pods left"
 
 log "SIGTERM releases the lease"
 kill -TERM "$op_pid"; wait "$op_pid" || fail "operator exit code $?"; op_pid=
