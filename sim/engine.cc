@@ -208,8 +208,12 @@ void Run::Occupy(int job_index, NodeId node) {
   const Shape& shape = shapes_[static_cast<size_t>(jobs_[static_cast<size_t>(job_index)].shape)];
   placement::Node& n = snapshot_.nodes[static_cast<size_t>(node)];
   n.gpu_used += shape.gpus_per_node;
-  if (shape.preemptible) n.gpu_reclaimable += shape.gpus_per_node;
-  if (shape.gang) n.gang_reserved = true;
+  if (shape.preemptible) {
+    n.gpu_reclaimable += shape.gpus_per_node;
+  }
+  if (shape.gang) {
+    n.gang_reserved = true;
+  }
   node_jobs_[static_cast<size_t>(node)].push_back(job_index);
   stats_dirty_ = true;
 }
@@ -218,8 +222,12 @@ void Run::ReleaseNode(int job_index, NodeId node) {
   const Shape& shape = shapes_[static_cast<size_t>(jobs_[static_cast<size_t>(job_index)].shape)];
   placement::Node& n = snapshot_.nodes[static_cast<size_t>(node)];
   n.gpu_used -= shape.gpus_per_node;
-  if (shape.preemptible) n.gpu_reclaimable -= shape.gpus_per_node;
-  if (shape.gang) n.gang_reserved = false;
+  if (shape.preemptible) {
+    n.gpu_reclaimable -= shape.gpus_per_node;
+  }
+  if (shape.gang) {
+    n.gang_reserved = false;
+  }
   auto& on_node = node_jobs_[static_cast<size_t>(node)];
   on_node.erase(std::find(on_node.begin(), on_node.end(), job_index));
   // Capacity came back: every shape may fit again.
@@ -263,7 +271,9 @@ void Run::CloseSegment(Job& job, bool interrupted) {
 
 void Run::Requeue(int job_index) {
   Job& job = jobs_[static_cast<size_t>(job_index)];
-  for (NodeId node : job.placement.rank_nodes) ReleaseNode(job_index, node);
+  for (NodeId node : job.placement.rank_nodes) {
+    ReleaseNode(job_index, node);
+  }
   job.placement.rank_nodes.clear();
   job.state = JobState::kWaiting;
   job.restart_pending = true;
@@ -278,7 +288,9 @@ StatusOr<bool> Run::TryStart(int job_index) {
   const Shape& shape = shapes_[static_cast<size_t>(job.shape)];
   if (shape.gang) {
     placement::GangDecision decision = policy_.PlaceGang(snapshot_, shape.request);
-    if (!decision.placed) return false;
+    if (!decision.placed) {
+      return false;
+    }
     const auto& nodes = decision.placement.rank_nodes;
     if (nodes.size() != static_cast<size_t>(shape.ranks)) {
       return InternalError(std::string(policy_.Name()) + ": PlaceGang returned " +
@@ -298,17 +310,23 @@ StatusOr<bool> Run::TryStart(int job_index) {
     if (decision.placement.SegmentsInOneDomain(snapshot_, shape.request.EffectiveSegmentSize())) {
       ++metrics_.gang_starts_single_domain;
     }
-    if (spanned > 1) ++metrics_.gang_starts_cross_domain;
+    if (spanned > 1) {
+      ++metrics_.gang_starts_cross_domain;
+    }
     job.placement = std::move(decision.placement);
   } else {
     const NodeId node = policy_.PlacePod(snapshot_, shape.gpus_per_node);
-    if (node == placement::kNoNode) return false;
+    if (node == placement::kNoNode) {
+      return false;
+    }
     NVL72_RETURN_IF_ERROR(CheckNode(node, shape.gpus_per_node, "PlacePod"));
     job.speed = 1.0;
     job.placement.rank_nodes = {node};
     ++metrics_.pod_starts;
   }
-  for (NodeId node : job.placement.rank_nodes) Occupy(job_index, node);
+  for (NodeId node : job.placement.rank_nodes) {
+    Occupy(job_index, node);
+  }
   job.state = JobState::kRunning;
   --waiting_jobs_;
   ++running_jobs_;
@@ -327,16 +345,22 @@ Status Run::SchedulePass() {
     int best_shape = -1;
     int best_job = 0;
     for (size_t s = 0; s < shapes_.size(); ++s) {
-      if (shape_blocked_[s] || queues_[s].empty()) continue;
+      if (shape_blocked_[s] || queues_[s].empty()) {
+        continue;
+      }
       const int head = *queues_[s].begin();
       if (best_shape < 0 || head < best_job) {
         best_shape = static_cast<int>(s);
         best_job = head;
       }
     }
-    if (best_shape < 0) return Status::Ok();
+    if (best_shape < 0) {
+      return Status::Ok();
+    }
     StatusOr<bool> started = TryStart(best_job);
-    if (!started.ok()) return started.status();
+    if (!started.ok()) {
+      return started.status();
+    }
     if (*started) {
       queues_[static_cast<size_t>(best_shape)].erase(
           queues_[static_cast<size_t>(best_shape)].begin());
@@ -356,11 +380,15 @@ Status Run::HandleFailure(int node) {
   healthy_gpus_ -= n.gpu_capacity;
   stats_dirty_ = true;
   const std::vector<int> hit = node_jobs_[static_cast<size_t>(node)];
-  if (!hit.empty()) ++metrics_.node_failures_hitting_jobs;
+  if (!hit.empty()) {
+    ++metrics_.node_failures_hitting_jobs;
+  }
   for (int job_index : hit) {
     Job& job = jobs_[static_cast<size_t>(job_index)];
     const Shape& shape = shapes_[static_cast<size_t>(job.shape)];
-    if (job.state != JobState::kRunning) continue;  // already evicted for an earlier recovery
+    if (job.state != JobState::kRunning) {
+      continue;  // already evicted for an earlier recovery
+    }
     ++metrics_.job_interruptions;
     CloseSegment(job, /*interrupted=*/true);
     if (shape.gang) {
@@ -368,7 +396,9 @@ Status Run::HandleFailure(int node) {
       if (policy_.RecoversInPlace()) {
         std::vector<int> failed_ranks;
         for (size_t r = 0; r < job.placement.rank_nodes.size(); ++r) {
-          if (job.placement.rank_nodes[r] == node) failed_ranks.push_back(static_cast<int>(r));
+          if (job.placement.rank_nodes[r] == node) {
+            failed_ranks.push_back(static_cast<int>(r));
+          }
         }
         placement::RecoveryDecision recovery =
             policy_.SelectReplacements(snapshot_, shape.request, job.placement, failed_ranks);
@@ -379,7 +409,9 @@ Status Run::HandleFailure(int node) {
           }
           for (size_t k = 0; k < failed_ranks.size(); ++k) {
             const NodeId replacement = recovery.replacement[k];
-            if (k < recovery.evict.size() && recovery.evict[k]) Evict(replacement);
+            if (k < recovery.evict.size() && recovery.evict[k]) {
+              Evict(replacement);
+            }
             NVL72_RETURN_IF_ERROR(
                 CheckNode(replacement, shape.gpus_per_node, "SelectReplacements"));
             if (snapshot_.nodes[static_cast<size_t>(replacement)].domain != n.domain) {
@@ -402,11 +434,15 @@ Status Run::HandleFailure(int node) {
 }
 
 void Run::Evict(NodeId node) {
-  if (node < 0 || static_cast<size_t>(node) >= snapshot_.nodes.size()) return;  // CheckNode reports
+  if (node < 0 || static_cast<size_t>(node) >= snapshot_.nodes.size()) {
+    return;  // CheckNode reports
+  }
   const std::vector<int> on_node = node_jobs_[static_cast<size_t>(node)];
   for (int job_index : on_node) {
     Job& job = jobs_[static_cast<size_t>(job_index)];
-    if (!shapes_[static_cast<size_t>(job.shape)].preemptible) continue;
+    if (!shapes_[static_cast<size_t>(job.shape)].preemptible) {
+      continue;
+    }
     ++metrics_.preemptions;
     CloseSegment(job, /*interrupted=*/true);
     Requeue(job_index);
@@ -425,7 +461,9 @@ void Run::HandleRepair(int node) {
 
 void Run::ScheduleNextOutage(int node) {
   const NodeOutage next = failures_.NextOutage(node, now_);
-  if (!std::isfinite(next.fail_s) || !std::isfinite(next.repaired_s)) return;  // none (or never
+  if (!std::isfinite(next.fail_s) || !std::isfinite(next.repaired_s)) {
+    return;  // none (or never
+  }
   // repaired, which this model does not produce)
   Push(EventType::kFailure, next.fail_s, node);
   Push(EventType::kRepair, next.repaired_s, node);
@@ -433,9 +471,13 @@ void Run::ScheduleNextOutage(int node) {
 
 void Run::HandleCompletion(int job_index, int epoch) {
   Job& job = jobs_[static_cast<size_t>(job_index)];
-  if (job.state != JobState::kRunning || job.epoch != epoch) return;  // stale
+  if (job.state != JobState::kRunning || job.epoch != epoch) {
+    return;  // stale
+  }
   CloseSegment(job, /*interrupted=*/false);
-  for (NodeId node : job.placement.rank_nodes) ReleaseNode(job_index, node);
+  for (NodeId node : job.placement.rank_nodes) {
+    ReleaseNode(job_index, node);
+  }
   job.placement.rank_nodes.clear();
   job.state = JobState::kDone;
   --running_jobs_;
@@ -451,17 +493,23 @@ void Run::RefreshWaitingState() {
     stats_dirty_ = true;
     return;
   }
-  if (!stats_dirty_) return;
+  if (!stats_dirty_) {
+    return;
+  }
   std::vector<placement::JobShape> mix;
   for (size_t s = 0; s < shapes_.size(); ++s) {
-    if (queues_[s].empty()) continue;
+    if (queues_[s].empty()) {
+      continue;
+    }
     mix.push_back(placement::JobShape{shapes_[s].ranks, shapes_[s].gpus_per_node});
   }
   const placement::ClusterStats stats =
       placement::ComputeStats(snapshot_, policy_.SparesPerDomain(), mix);
   stranded_gpus_ = stats.stranded_gpus;
   spare_gpus_ = 0;
-  for (const placement::DomainStats& d : stats.domains) spare_gpus_ += d.gpus_spare;
+  for (const placement::DomainStats& d : stats.domains) {
+    spare_gpus_ += d.gpus_spare;
+  }
   stats_dirty_ = false;
 }
 
@@ -482,7 +530,9 @@ StatusOr<PolicyMetrics> Run::Execute() {
   metrics_.jobs = static_cast<int64_t>(trace_.jobs.size());
   BuildCluster();
   BuildJobs();
-  if (jobs_.empty()) return metrics_;
+  if (jobs_.empty()) {
+    return metrics_;
+  }
   const double start = trace_.jobs.front().submission_s;
   now_ = start;
   clock_.Advance(start, false);
@@ -494,9 +544,15 @@ StatusOr<PolicyMetrics> Run::Execute() {
   const int64_t total = metrics_.jobs;
   while (finished_ < total) {
     double next = INFINITY;
-    if (next_arrival_ < jobs_.size()) next = jobs_[next_arrival_].trace->submission_s;
-    if (!events_.empty()) next = std::min(next, events_.top().time);
-    if (!std::isfinite(next)) break;
+    if (next_arrival_ < jobs_.size()) {
+      next = jobs_[next_arrival_].trace->submission_s;
+    }
+    if (!events_.empty()) {
+      next = std::min(next, events_.top().time);
+    }
+    if (!std::isfinite(next)) {
+      break;
+    }
     Integrate(next);
     while (next_arrival_ < jobs_.size() && jobs_[next_arrival_].trace->submission_s <= now_) {
       Job& job = jobs_[next_arrival_];
@@ -566,13 +622,17 @@ StatusOr<PolicyMetrics> Run::Execute() {
   }
   if (!waits_.empty()) {
     double sum = 0;
-    for (double w : waits_) sum += w;
+    for (double w : waits_) {
+      sum += w;
+    }
     metrics_.wait_mean_s = sum / static_cast<double>(waits_.size());
     metrics_.wait_p99_s = Percentile(waits_, 99.0);
   }
   auto mean = [](const std::vector<double>& v) {
     double sum = 0;
-    for (double x : v) sum += x;
+    for (double x : v) {
+      sum += x;
+    }
     return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
   };
   metrics_.wait_mean_gang_s = mean(gang_waits_);
@@ -595,8 +655,12 @@ StatusOr<PolicyMetrics> Run::Execute() {
 
 int SegmentSizeFor(int ranks, const ClusterShape& cluster, int spares) {
   int room = cluster.nodes_per_rack - std::max(0, spares);
-  if (room <= 0) room = cluster.nodes_per_rack;
-  if (ranks <= room) return 0;
+  if (room <= 0) {
+    room = cluster.nodes_per_rack;
+  }
+  if (ranks <= room) {
+    return 0;
+  }
   const int segments = (ranks + room - 1) / room;
   return (ranks + segments - 1) / segments;  // balanced: no segment larger than `room`
 }

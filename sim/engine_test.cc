@@ -48,7 +48,9 @@ class ScriptedFailures final : public FailureSource {
   NodeOutage NextOutage(int node, double) override {
     std::vector<NodeOutage>& outages = script_[node];
     size_t& next = next_[node];
-    if (next < outages.size()) return outages[next++];
+    if (next < outages.size()) {
+      return outages[next++];
+    }
     return NodeOutage{INFINITY, INFINITY};
   }
 

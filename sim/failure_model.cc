@@ -20,11 +20,15 @@ uint64_t NodeStreamSeed(uint64_t seed, int node) {
 FailureTimeline::FailureTimeline(int nodes, const FailureModelOptions& options)
     : options_(options), last_repaired_s_(static_cast<size_t>(nodes), -1.0) {
   streams_.reserve(static_cast<size_t>(nodes));
-  for (int n = 0; n < nodes; ++n) streams_.emplace_back(NodeStreamSeed(options.seed, n));
+  for (int n = 0; n < nodes; ++n) {
+    streams_.emplace_back(NodeStreamSeed(options.seed, n));
+  }
 }
 
 NodeOutage FailureTimeline::NextOutage(int node, double start_s) {
-  if (options_.mtbf_hours <= 0) return NodeOutage{INFINITY, INFINITY};
+  if (options_.mtbf_hours <= 0) {
+    return NodeOutage{INFINITY, INFINITY};
+  }
   double& last = last_repaired_s_[static_cast<size_t>(node)];
   const double up_from = last < 0 ? start_s : last;
   DeterministicRandom& rng = streams_[static_cast<size_t>(node)];

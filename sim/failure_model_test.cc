@@ -31,7 +31,9 @@ TEST(DeterministicRandom, ExponentialHasTheRequestedMean) {
   DeterministicRandom rng(42);
   double sum = 0;
   const int n = 200000;
-  for (int i = 0; i < n; ++i) sum += rng.Exponential(5.0);
+  for (int i = 0; i < n; ++i) {
+    sum += rng.Exponential(5.0);
+  }
   EXPECT_NEAR(sum / n, 5.0, 0.05);  // standard error 5 / sqrt(n) = 0.011
 }
 

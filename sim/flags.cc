@@ -15,14 +15,18 @@ Status BadValue(std::string_view flag, std::string_view value, std::string_view 
 }
 
 bool ParseDouble(std::string_view text, double& out) {
-  if (text.empty()) return false;
+  if (text.empty()) {
+    return false;
+  }
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
   return ec == std::errc() && ptr == text.data() + text.size() && std::isfinite(out);
 }
 
 template <typename Int>
 bool ParseInt(std::string_view text, Int& out) {
-  if (text.empty()) return false;
+  if (text.empty()) {
+    return false;
+  }
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
   return ec == std::errc() && ptr == text.data() + text.size();
 }
@@ -38,7 +42,9 @@ std::vector<Flag> MakeFlags(SimConfig& c) {
   auto positive_int = [](std::string_view flag, int& target) {
     return [flag, &target](std::string_view v) {
       int x = 0;
-      if (!ParseInt(v, x) || x <= 0) return BadValue(flag, v, "a positive integer");
+      if (!ParseInt(v, x) || x <= 0) {
+        return BadValue(flag, v, "a positive integer");
+      }
       target = x;
       return Status::Ok();
     };
@@ -60,7 +66,9 @@ std::vector<Flag> MakeFlags(SimConfig& c) {
   flags.push_back({"trace", "PATH",
                    "ITP CSV trace (job_id,submission_time,duration,num_gpu). Required.",
                    [&c](std::string_view v) {
-                     if (v.empty()) return BadValue("trace", v, "a file path");
+                     if (v.empty()) {
+                       return BadValue("trace", v, "a file path");
+                     }
                      c.trace_path = std::string(v);
                      return Status::Ok();
                    }});
@@ -86,10 +94,13 @@ std::vector<Flag> MakeFlags(SimConfig& c) {
                        std::string_view name =
                            v.substr(start, comma == std::string_view::npos ? std::string_view::npos
                                                                            : comma - start);
-                       if (name.empty())
+                       if (name.empty()) {
                          return BadValue("policies", v, "a comma-separated list of names");
+                       }
                        c.policies.emplace_back(name);
-                       if (comma == std::string_view::npos) break;
+                       if (comma == std::string_view::npos) {
+                         break;
+                       }
                        start = comma + 1;
                      }
                      return Status::Ok();
@@ -101,7 +112,9 @@ std::vector<Flag> MakeFlags(SimConfig& c) {
            std::to_string(d.spares) + ".",
        [&o](std::string_view v) {
          int x = 0;
-         if (!ParseInt(v, x) || x < 0) return BadValue("spares", v, "an integer >= 0");
+         if (!ParseInt(v, x) || x < 0) {
+           return BadValue("spares", v, "an integer >= 0");
+         }
          o.spares = x;
          return Status::Ok();
        }});
@@ -112,7 +125,9 @@ std::vector<Flag> MakeFlags(SimConfig& c) {
                    "Seed of the failure model. Default " + std::to_string(d.seed) + ".",
                    [&o](std::string_view v) {
                      uint64_t x = 0;
-                     if (!ParseInt(v, x)) return BadValue("seed", v, "an unsigned integer");
+                     if (!ParseInt(v, x)) {
+                       return BadValue("seed", v, "an unsigned integer");
+                     }
                      o.seed = x;
                      return Status::Ok();
                    }});
@@ -199,7 +214,9 @@ StatusOr<SimConfig> ParseFlags(std::span<const std::string_view> args) {
       return InvalidArgumentError("unknown flag --" + std::string(arg) + " (see --help)");
     }
     if (flag->value_name.empty()) {
-      if (has_value) return InvalidArgumentError("--" + std::string(arg) + " takes no value");
+      if (has_value) {
+        return InvalidArgumentError("--" + std::string(arg) + " takes no value");
+      }
     } else if (!has_value) {
       if (i + 1 >= args.size()) {
         return InvalidArgumentError("--" + std::string(arg) + " needs a value (" +
@@ -223,7 +240,9 @@ std::string HelpText() {
          "Usage: nvl72-sim --trace FILE [flags]\n\nFlags:\n";
   for (const Flag& f : MakeFlags(scratch)) {
     std::string head = "  --" + std::string(f.name);
-    if (!f.value_name.empty()) head += " " + std::string(f.value_name);
+    if (!f.value_name.empty()) {
+      head += " " + std::string(f.value_name);
+    }
     out << head;
     if (head.size() < 28) {
       out << std::string(28 - head.size(), ' ');

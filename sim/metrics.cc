@@ -25,16 +25,22 @@ void WaitingClock::Advance(double t, bool waiting_from_t) {
 }
 
 double WaitingClock::At(double t) const {
-  if (times_.empty() || t <= times_.front()) return 0;
+  if (times_.empty() || t <= times_.front()) {
+    return 0;
+  }
   // Last breakpoint <= t.
   auto it = std::upper_bound(times_.begin(), times_.end(), t);
   size_t i = static_cast<size_t>(it - times_.begin()) - 1;
-  if (i + 1 == times_.size()) return cumulative_[i];  // at or past the last breakpoint
+  if (i + 1 == times_.size()) {
+    return cumulative_[i];  // at or past the last breakpoint
+  }
   return cumulative_[i] + (waiting_[i] ? t - times_[i] : 0.0);
 }
 
 double Percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
+  if (values.empty()) {
+    return 0;
+  }
   std::sort(values.begin(), values.end());
   size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
   rank = std::clamp<size_t>(rank, 1, values.size());

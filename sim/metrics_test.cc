@@ -37,7 +37,9 @@ TEST(Percentile, NearestRank) {
   EXPECT_DOUBLE_EQ(Percentile({5}, 99), 5);
   EXPECT_DOUBLE_EQ(Percentile({3, 1, 2}, 50), 2);
   std::vector<double> hundred;
-  for (int i = 1; i <= 100; ++i) hundred.push_back(i);
+  for (int i = 1; i <= 100; ++i) {
+    hundred.push_back(i);
+  }
   EXPECT_DOUBLE_EQ(Percentile(hundred, 99), 99);
   hundred.push_back(1000);
   EXPECT_DOUBLE_EQ(Percentile(hundred, 99), 100);  // rank ceil(0.99 * 101) = 100

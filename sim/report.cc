@@ -61,7 +61,9 @@ nlohmann::json ReportToJson(const RunReport& report) {
   const SimConfig& c = report.config;
   const SimOptions& o = c.options;
   nlohmann::json policies = nlohmann::json::object();
-  for (const PolicyMetrics& m : report.results) policies[m.policy] = MetricsToJson(m);
+  for (const PolicyMetrics& m : report.results) {
+    policies[m.policy] = MetricsToJson(m);
+  }
   nlohmann::json config = {
       {"trace", c.trace_path},
       {"jobs", report.jobs},
@@ -101,13 +103,17 @@ std::string FormatTable(const RunReport& report) {
       << " min, restart " << Fixed(o.restart_minutes, 0) << " min, seed " << o.seed << "\n\n";
   const PolicyMetrics* spread = nullptr;
   for (const PolicyMetrics& m : report.results) {
-    if (m.policy == "spread") spread = &m;
+    if (m.policy == "spread") {
+      spread = &m;
+    }
   }
   const std::vector<std::pair<std::string, size_t>> columns = {
       {"policy", 16},     {"usable", 8},       {"vs spread", 10},  {"wait mean h", 12},
       {"wait p99 h", 11}, {"1-domain", 9},     {"in-place", 9},    {"stranded", 9},
       {"makespan d", 11}, {"gang starts", 12}, {"gang fails", 11}, {"never placed", 13}};
-  for (const auto& [name, width] : columns) out << Pad(name, width);
+  for (const auto& [name, width] : columns) {
+    out << Pad(name, width);
+  }
   out << "\n";
   for (const PolicyMetrics& m : report.results) {
     std::string vs = "-";
@@ -128,7 +134,9 @@ std::string FormatTable(const RunReport& report) {
                                             std::to_string(m.gang_starts),
                                             std::to_string(m.gang_failures),
                                             std::to_string(m.jobs_never_placed)};
-    for (size_t i = 0; i < cells.size(); ++i) out << Pad(cells[i], columns[i].second);
+    for (size_t i = 0; i < cells.size(); ++i) {
+      out << Pad(cells[i], columns[i].second);
+    }
     out << "\n";
   }
   out << "\nusable = useful GPU-h (full-speed work, failures' lost work removed) / healthy GPU-h,\n"

@@ -10,7 +10,9 @@ namespace nvl72::sim {
 
 StatusOr<RunReport> RunSimulation(const SimConfig& config) {
   StatusOr<Trace> trace = LoadTrace(config.trace_path);
-  if (!trace.ok()) return trace.status();
+  if (!trace.ok()) {
+    return trace.status();
+  }
   return RunSimulationOnTrace(config, std::move(trace).value());
 }
 
@@ -26,10 +28,13 @@ StatusOr<RunReport> RunSimulationOnTrace(const SimConfig& config, Trace trace) {
         placement::MakePolicy(name, policy_options);
     if (policy == nullptr) {
       std::string known;
-      for (const std::string& n : placement::PolicyNames())
+      for (const std::string& n : placement::PolicyNames()) {
         known += (known.empty() ? "" : ", ") + n;
-      return InvalidArgumentError("--policies: unknown policy '" + name + "' (known: " + known +
-                                  ")");
+      }
+      std::string message = "--policies: unknown policy '" + name + "' (known: ";
+      message += known;
+      message += ")";
+      return InvalidArgumentError(std::move(message));
     }
     policies.push_back(std::move(policy));
   }
@@ -40,11 +45,14 @@ StatusOr<RunReport> RunSimulationOnTrace(const SimConfig& config, Trace trace) {
   if (!trace.jobs.empty()) {
     report.trace_span_s = trace.jobs.back().submission_s - trace.jobs.front().submission_s;
   }
-  for (const TraceJob& job : trace.jobs)
+  for (const TraceJob& job : trace.jobs) {
     report.offered_gpu_hours += job.duration_s * job.gpus / 3600.0;
+  }
   for (const auto& policy : policies) {
     StatusOr<PolicyMetrics> metrics = Simulate(trace, *policy, config.options);
-    if (!metrics.ok()) return metrics.status();
+    if (!metrics.ok()) {
+      return metrics.status();
+    }
     report.results.push_back(std::move(metrics).value());
   }
   return report;

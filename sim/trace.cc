@@ -14,9 +14,12 @@ constexpr std::array<std::string_view, 4> kColumns = {"job_id", "submission_time
                                                       "num_gpu"};
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
     s.remove_suffix(1);
+  }
   return s;
 }
 
@@ -40,7 +43,9 @@ Status LineError(std::string_view file, int line, const std::string& message) {
 
 // A finite, non-negative decimal number.
 bool ParseNonNegative(std::string_view text, double& out) {
-  if (text.empty()) return false;
+  if (text.empty()) {
+    return false;
+  }
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, out);
   return ec == std::errc() && ptr == end && std::isfinite(out) && out >= 0;
@@ -63,12 +68,16 @@ StatusOr<Trace> ParseTrace(std::string_view text, std::string_view file_name) {
     pos = newline == std::string_view::npos ? text.size() : newline + 1;
     ++line_number;
     std::string_view line = Trim(raw);
-    if (line.empty()) continue;
+    if (line.empty()) {
+      continue;
+    }
     std::vector<std::string_view> fields = SplitFields(line);
     if (!have_header) {
       for (size_t f = 0; f < fields.size(); ++f) {
         for (size_t c = 0; c < kColumns.size(); ++c) {
-          if (fields[f] == kColumns[c]) column_index[c] = static_cast<int>(f);
+          if (fields[f] == kColumns[c]) {
+            column_index[c] = static_cast<int>(f);
+          }
         }
       }
       for (size_t c = 0; c < kColumns.size(); ++c) {
@@ -90,7 +99,9 @@ StatusOr<Trace> ParseTrace(std::string_view text, std::string_view file_name) {
     TraceJob job;
     job.line = line_number;
     job.id = std::string(fields[column_index[0]]);
-    if (job.id.empty()) return LineError(file_name, line_number, "job_id: empty");
+    if (job.id.empty()) {
+      return LineError(file_name, line_number, "job_id: empty");
+    }
     const std::array<std::pair<int, double*>, 2> times = {std::pair{1, &job.submission_s},
                                                           std::pair{2, &job.duration_s}};
     for (const auto& [column, target] : times) {
@@ -128,10 +139,14 @@ StatusOr<Trace> ParseTrace(std::string_view text, std::string_view file_name) {
 
 StatusOr<Trace> LoadTrace(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return InvalidArgumentError(path + ": cannot open trace file");
+  if (!in) {
+    return InvalidArgumentError(path + ": cannot open trace file");
+  }
   std::ostringstream content;
   content << in.rdbuf();
-  if (in.bad()) return InvalidArgumentError(path + ": cannot read trace file");
+  if (in.bad()) {
+    return InvalidArgumentError(path + ": cannot read trace file");
+  }
   return ParseTrace(content.str(), path);
 }
 
@@ -148,7 +163,9 @@ Status CheckJobsFitCluster(const Trace& trace, int cluster_gpus) {
 }
 
 void ApplyLoad(Trace& trace, double load) {
-  for (TraceJob& job : trace.jobs) job.submission_s /= load;
+  for (TraceJob& job : trace.jobs) {
+    job.submission_s /= load;
+  }
 }
 
 void TruncateJobs(Trace& trace, int max_jobs) {
