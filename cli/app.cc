@@ -130,7 +130,8 @@ StatusOr<Options> ParseArgs(std::span<const std::string> args) {
       std::string v;
       NVL72_RETURN_IF_ERROR(take(&v));
       if (!ParseInt(v, &o.spares_per_domain) || o.spares_per_domain < 0) {
-        return InvalidArgumentError("--spares-per-domain must be a non-negative integer, got '" + v + "'");
+        return InvalidArgumentError("--spares-per-domain must be a non-negative integer, got '" +
+                                    v + "'");
       }
     } else if (a.size() > 1 && a[0] == '-') {
       return InvalidArgumentError("unknown flag " + a);
@@ -144,8 +145,10 @@ StatusOr<Options> ParseArgs(std::span<const std::string> args) {
   }
   o.command = positional[0];
   o.args.assign(positional.begin() + 1, positional.end());
-  if (o.command == "racks" || o.command == "jobs" || o.command == "version" || o.command == "help") {
-    if (!o.args.empty()) return InvalidArgumentError(o.command + " takes no arguments, got '" + o.args[0] + "'");
+  if (o.command == "racks" || o.command == "jobs" || o.command == "version" ||
+      o.command == "help") {
+    if (!o.args.empty())
+      return InvalidArgumentError(o.command + " takes no arguments, got '" + o.args[0] + "'");
   } else if (o.command == "explain") {
     if (o.args.size() != 1) return InvalidArgumentError("explain needs exactly one NVL72Job name");
   } else {
@@ -169,8 +172,8 @@ StatusOr<Connection> ConnectFromKubeconfig(const Options& options) {
       if (std::filesystem::exists(def, ec)) path = def;
     }
   }
-  StatusOr<kube::Config> config = path.empty() ? kube::InClusterConfig()
-                                               : kube::LoadKubeconfig(path, options.context);
+  StatusOr<kube::Config> config =
+      path.empty() ? kube::InClusterConfig() : kube::LoadKubeconfig(path, options.context);
   if (!config.ok()) {
     if (path.empty()) {
       return Status(config.status().code(),

@@ -42,7 +42,7 @@ std::string Usage();
 struct Connection {
   std::unique_ptr<kube::Client> owned;  // may be null when `client` is owned elsewhere (tests)
   kube::Client* client = nullptr;
-  std::string default_namespace;        // of the kubeconfig context or service account; may be ""
+  std::string default_namespace;  // of the kubeconfig context or service account; may be ""
 };
 
 // Connects as the options say (called only for commands that need the cluster).

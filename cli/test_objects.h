@@ -1,10 +1,9 @@
 // Kubernetes objects for the kubectl-nvl72 tests: nodes of fake NVL72 racks, pods and NVL72Jobs.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace nvl72::cli::testing {
 
@@ -66,19 +65,19 @@ inline void Admit(Json& job, const std::vector<std::string>& domains,
                   const std::vector<std::string>& nodes, const std::string& state = "Running") {
   Json ranks = Json::array();
   for (size_t i = 0; i < nodes.size(); ++i) {
-    ranks.push_back({{"rank", static_cast<int>(i)},
-                     {"node", nodes[i]},
-                     {"pod", job["metadata"]["name"].get<std::string>() + "-" + std::to_string(i)}});
+    ranks.push_back(
+        {{"rank", static_cast<int>(i)},
+         {"node", nodes[i]},
+         {"pod", job["metadata"]["name"].get<std::string>() + "-" + std::to_string(i)}});
   }
-  job["status"] = {
-      {"state", state},
-      {"placement", {{"domains", domains}, {"ranks", ranks}}},
-      {"conditions",
-       {{{"type", "Admitted"},
-         {"status", "True"},
-         {"reason", "Placed"},
-         {"message", "best fit: domain with the least leftover capacity"},
-         {"lastTransitionTime", "2026-01-01T00:00:00Z"}}}}};
+  job["status"] = {{"state", state},
+                   {"placement", {{"domains", domains}, {"ranks", ranks}}},
+                   {"conditions",
+                    {{{"type", "Admitted"},
+                      {"status", "True"},
+                      {"reason", "Placed"},
+                      {"message", "best fit: domain with the least leftover capacity"},
+                      {"lastTransitionTime", "2026-01-01T00:00:00Z"}}}}};
 }
 
 inline void Wait(Json& job, const std::string& message) {
@@ -106,7 +105,8 @@ struct Fixture {
     }
     Json train = MakeJob("default", "train", 3);
     Admit(train, {"c0ffee.0"}, {"r0-n0", "r0-n1", "r0-n2"});
-    for (int r = 0; r < 3; ++r) pods.push_back(MakeRankPod("default", "train", r, "r0-n" + std::to_string(r)));
+    for (int r = 0; r < 3; ++r)
+      pods.push_back(MakeRankPod("default", "train", r, "r0-n" + std::to_string(r)));
     pods.push_back(MakePod("default", "notebook", "r0-n3", 2));
     Json big = MakeJob("default", "big", 4);
     Wait(big, "needs 4 nodes with 4 free GPUs in one NVLink domain; largest free block is 3 nodes");

@@ -116,12 +116,14 @@ std::optional<model::JobPlacement> PlacementOrNone(const Json& job) {
 
 class DomainNamer {
  public:
-  explicit DomainNamer(const placement::Snapshot& snap) : names_(ShortDomainNames(snap, &prefix_)) {}
+  explicit DomainNamer(const placement::Snapshot& snap)
+      : names_(ShortDomainNames(snap, &prefix_)) {}
   // Short name of domain `id`.
   const std::string& operator()(DomainId id) const { return names_[id]; }
   // Short form of a full domain name (possibly of a domain that is no longer in the snapshot).
   std::string Shorten(const std::string& full) const {
-    if (!prefix_.empty() && full.size() > prefix_.size() && full.compare(0, prefix_.size(), prefix_) == 0) {
+    if (!prefix_.empty() && full.size() > prefix_.size() &&
+        full.compare(0, prefix_.size(), prefix_) == 0) {
       return full.substr(prefix_.size());
     }
     return full;
@@ -135,7 +137,8 @@ class DomainNamer {
 
 // A row of the nodes of `domain` marking the ranks of one job: '#' a rank on a healthy node, '!' a
 // rank on a failed node, 'X' another failed node, '.' any other node.
-std::string JobRow(const placement::Snapshot& snap, DomainId domain, const std::set<NodeId>& ranks) {
+std::string JobRow(const placement::Snapshot& snap, DomainId domain,
+                   const std::set<NodeId>& ranks) {
   std::string row;
   for (NodeId id : snap.domains[domain].nodes) {
     const placement::Node& n = snap.nodes[id];
@@ -248,7 +251,8 @@ std::string RenderRacks(const ClusterView& view, std::string_view current_namesp
     out << "NVLink domains " << namer.prefix() << "*\n";
   }
   Table t;
-  t.Add({"DOMAIN", "NODES", "HEALTHY", "USED", "SPARE", "FAILED", "FREE GPUS", "LARGEST GANG", "JOBS"});
+  t.Add({"DOMAIN", "NODES", "HEALTHY", "USED", "SPARE", "FAILED", "FREE GPUS", "LARGEST GANG",
+         "JOBS"});
   int total_nodes = 0, total_healthy = 0, total_gpus = 0;
   for (size_t d = 0; d < snap.domains.size(); ++d) {
     const placement::DomainStats& s = stats.domains[d];
@@ -261,8 +265,9 @@ std::string RenderRacks(const ClusterView& view, std::string_view current_namesp
     }
     std::vector<std::string> jobs;
     for (const auto& k : jobs_in[d]) jobs.push_back(DisplayJob(k, current_namespace));
-    t.Add({namer(static_cast<DomainId>(d)), glyphs, std::to_string(s.healthy_nodes) + "/" + std::to_string(s.nodes),
-           std::to_string(used), std::to_string(s.spare_nodes), std::to_string(s.nodes - s.healthy_nodes),
+    t.Add({namer(static_cast<DomainId>(d)), glyphs,
+           std::to_string(s.healthy_nodes) + "/" + std::to_string(s.nodes), std::to_string(used),
+           std::to_string(s.spare_nodes), std::to_string(s.nodes - s.healthy_nodes),
            std::to_string(s.gpus_free) + "/" + std::to_string(s.gpus_total),
            Plural(s.largest_gang_nodes, "node"), jobs.empty() ? "-" : Join(jobs, ",")});
     total_nodes += s.nodes;
@@ -276,8 +281,8 @@ std::string RenderRacks(const ClusterView& view, std::string_view current_namesp
       << Plural(static_cast<int>(snap.domains.size()), "domain") << ", " << total_healthy << "/"
       << total_nodes << " nodes healthy, " << stats.gpus_free << "/" << total_gpus
       << " GPUs free, largest gang that fits: " << Plural(stats.largest_gang_nodes, "node")
-      << ", fragmentation " << frag << ", " << Plural(static_cast<int>(view.state.reservations().size()), "job")
-      << " holding GPUs\n";
+      << ", fragmentation " << frag << ", "
+      << Plural(static_cast<int>(view.state.reservations().size()), "job") << " holding GPUs\n";
   out << "# gang rank  + used by other pods  . free  s spare (" << view.spares_per_domain
       << " held back per domain)  X failed / cordoned / tainted\n";
   return out.str();
@@ -300,7 +305,8 @@ std::string RenderJobs(const ClusterView& view, std::string_view ns) {
     return out.str();
   }
   Table t;
-  std::vector<std::string> header = {"NAME", "STATE", "RANKS", "GPUS", "TOPOLOGY", "DOMAINS", "RECOVERIES"};
+  std::vector<std::string> header = {"NAME",     "STATE",   "RANKS",     "GPUS",
+                                     "TOPOLOGY", "DOMAINS", "RECOVERIES"};
   if (ns.empty()) header.insert(header.begin(), "NAMESPACE");
   t.Add(header);
   Table rows;  // placement rows, after the table
@@ -312,8 +318,11 @@ std::string RenderJobs(const ClusterView& view, std::string_view ns) {
       for (const auto& d : placement->domains) domains.push_back(namer.Shorten(d));
     }
     std::vector<std::string> row = {
-        kube::Name(*j), JobState(*j), std::to_string(s.replicas) + "x" + std::to_string(s.gpus_per_replica),
-        std::to_string(s.replicas * s.gpus_per_replica), TopologyText(s),
+        kube::Name(*j),
+        JobState(*j),
+        std::to_string(s.replicas) + "x" + std::to_string(s.gpus_per_replica),
+        std::to_string(s.replicas * s.gpus_per_replica),
+        TopologyText(s),
         domains.empty() ? "-" : Join(domains, ","),
         std::to_string(IntOr(kube::AtPath(*j, "/status/recoveries"), 0))};
     if (ns.empty()) row.insert(row.begin(), kube::Namespace(*j));
@@ -335,7 +344,8 @@ std::string RenderJobs(const ClusterView& view, std::string_view ns) {
     std::string label = ns.empty() ? kube::Namespace(*j) + "/" + kube::Name(*j) : kube::Name(*j);
     for (auto& [d, e] : by_domain) {
       std::sort(e.second.begin(), e.second.end());
-      rows.Add({label, namer(d), "[" + JobRow(snap, d, e.first) + "]", "ranks " + FormatRanges(e.second)});
+      rows.Add({label, namer(d), "[" + JobRow(snap, d, e.first) + "]",
+                "ranks " + FormatRanges(e.second)});
     }
     if (unknown > 0) {
       rows.Add({label, "?", "", Plural(unknown, "rank") + " on nodes that no longer exist"});
@@ -344,7 +354,8 @@ std::string RenderJobs(const ClusterView& view, std::string_view ns) {
   out << t.Render();
   std::string placements = rows.Render("  ");
   if (!placements.empty()) {
-    out << "\nPlacements (# rank of the job, ! rank on a failed node, X other failed node, . other node):\n"
+    out << "\nPlacements (# rank of the job, ! rank on a failed node, X other failed node, . other "
+           "node):\n"
         << placements;
   }
   return out.str();
@@ -387,8 +398,9 @@ std::string RenderExplain(const ClusterView& view, const Json& job) {
   if (placement) {
     std::vector<std::string> domains;
     for (const auto& d : placement->domains) domains.push_back(namer.Shorten(d));
-    out << "  Placement:   " << Plural(static_cast<int>(placement->domains.size()), "domain") << ": "
-        << Join(domains, ",") << (model::HoldsReservation(job) ? "" : " (released: job finished)") << "\n";
+    out << "  Placement:   " << Plural(static_cast<int>(placement->domains.size()), "domain")
+        << ": " << Join(domains, ",")
+        << (model::HoldsReservation(job) ? "" : " (released: job finished)") << "\n";
     // One row per segment: the segment's ranks among the nodes of its domain.
     int k = std::max(1, s.Segment());
     int segments = static_cast<int>(placement->domains.size());
@@ -408,7 +420,7 @@ std::string RenderExplain(const ClusterView& view, const Json& job) {
       std::sort(ranks.begin(), ranks.end());
       if (domain == placement::kNoDomain) domain = view.state.FindDomain(placement->domains[i]);
       std::string row = domain == placement::kNoDomain ? "(domain not in the cluster)"
-                                                        : "[" + JobRow(snap, domain, nodes) + "]";
+                                                       : "[" + JobRow(snap, domain, nodes) + "]";
       seg.Add({"segment " + std::to_string(i), "ranks " + FormatRanges(ranks),
                "domain " + namer.Shorten(placement->domains[i]), row});
     }
@@ -434,7 +446,8 @@ std::string RenderExplain(const ClusterView& view, const Json& job) {
       ranks.Add({std::to_string(a.rank), a.node, node_state, pod_name, phase});
     }
     out << ranks.Render("    ");
-    for (std::string_view t : {model::kConditionRecovering, model::kConditionPlaced, model::kConditionAdmitted}) {
+    for (std::string_view t :
+         {model::kConditionRecovering, model::kConditionPlaced, model::kConditionAdmitted}) {
       const Json* c = model::FindCondition(job, t);
       if (c != nullptr && Str(kube::AtPath(*c, "/status")) == "True" &&
           !Str(kube::AtPath(*c, "/message")).empty()) {
@@ -454,7 +467,8 @@ std::string RenderExplain(const ClusterView& view, const Json& job) {
     const Json* admitted = model::FindCondition(job, model::kConditionAdmitted);
     std::string why = admitted == nullptr ? "" : Str(kube::AtPath(*admitted, "/message"));
     if (why.empty()) {
-      why = admitted == nullptr ? "the operator has not admitted it yet (no Admitted condition: is nvl72-operator running?)"
+      why = admitted == nullptr ? "the operator has not admitted it yet (no Admitted condition: is "
+                                  "nvl72-operator running?)"
                                 : Str(kube::AtPath(*admitted, "/reason"));
     }
     out << "  Why it waits: " << why << "\n";
@@ -498,8 +512,9 @@ std::string RenderExplain(const ClusterView& view, const Json& job) {
     Table t;
     t.Add({"TYPE", "STATUS", "REASON", "SINCE", "MESSAGE"});
     for (const auto& c : conditions) {
-      t.Add({Str(kube::AtPath(c, "/type")), Str(kube::AtPath(c, "/status")), Str(kube::AtPath(c, "/reason")),
-             Str(kube::AtPath(c, "/lastTransitionTime")), Str(kube::AtPath(c, "/message"))});
+      t.Add({Str(kube::AtPath(c, "/type")), Str(kube::AtPath(c, "/status")),
+             Str(kube::AtPath(c, "/reason")), Str(kube::AtPath(c, "/lastTransitionTime")),
+             Str(kube::AtPath(c, "/message"))});
     }
     out << t.Render("    ");
   }

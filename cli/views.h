@@ -4,16 +4,16 @@
 // Everything here is a pure function of its inputs (no client, no clock, no environment), so the
 // rendering is unit-tested on fixed objects. The glyphs of a node (one character per node):
 //   '#' holds a rank of a gang (admitted NVL72Job)    '+' used by other pods (partly or fully)
-//   '.' free                                         's' designated spare (placement::DesignatedSpares)
-//   'X' failed: not Ready, cordoned or carrying a taint GPU work does not tolerate
+//   '.' free                                         's' designated spare
+//   (placement::DesignatedSpares) 'X' failed: not Ready, cordoned or carrying a taint GPU work does
+//   not tolerate
 // Thread-safety: pure functions over values.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "model/cluster_state.h"
 
@@ -22,13 +22,14 @@ namespace nvl72::cli {
 using Json = nlohmann::json;
 
 struct ViewOptions {
-  // Empty schedulable nodes per domain held back from new gangs (the operator's --spares-per-domain).
+  // Empty schedulable nodes per domain held back from new gangs (the operator's
+  // --spares-per-domain).
   int spares_per_domain = 2;
   model::ClusterOptions cluster;  // domain label, GPU resource, tolerated taints
 };
 
-// What the views read: the snapshot the operator and the extender would build from the same objects,
-// and the jobs and rank pods themselves.
+// What the views read: the snapshot the operator and the extender would build from the same
+// objects, and the jobs and rank pods themselves.
 struct ClusterView {
   model::ClusterState state;
   std::vector<Json> jobs;  // every NVL72Job (all namespaces), sorted by namespace/name

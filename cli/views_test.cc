@@ -79,8 +79,9 @@ TEST(RenderRacksTest, RackMap) {
 
 TEST(RenderRacksTest, JobsOfOtherNamespacesAreQualifiedAndSparesFollowTheFlag) {
   std::string out = RenderRacks(FixtureView(/*spares=*/0), "team");
-  EXPECT_NE(out.find("###+..  6/6      4     0      0       10/24      2 nodes       default/train"),
-            std::string::npos)
+  EXPECT_NE(
+      out.find("###+..  6/6      4     0      0       10/24      2 nodes       default/train"),
+      std::string::npos)
       << out;
   EXPECT_NE(out.find(".....X"), std::string::npos) << out;
 }
@@ -97,7 +98,8 @@ TEST(RenderJobsTest, NamespaceListWithPlacementRows) {
             "big    Waiting  4x4    16    Required  -        0\n"
             "train  Running  3x4    12    Required  0        0\n"
             "\n"
-            "Placements (# rank of the job, ! rank on a failed node, X other failed node, . other node):\n"
+            "Placements (# rank of the job, ! rank on a failed node, X other failed node, . other "
+            "node):\n"
             "  train  0  [###...]  ranks 0-2\n");
 }
 
@@ -121,8 +123,10 @@ TEST(RenderExplainTest, RunningJob) {
   ClusterView v = FixtureView();
   std::string out = RenderExplain(v, v.jobs[1]);  // sorted: default/big, default/train, team/small
   EXPECT_NE(out.find("NVL72Job default/train: Running\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("3 ranks x 4 GPUs (12 GPUs), topology Required, 1 segment of 3 ranks, recovery InPlace"),
-            std::string::npos)
+  EXPECT_NE(
+      out.find(
+          "3 ranks x 4 GPUs (12 GPUs), topology Required, 1 segment of 3 ranks, recovery InPlace"),
+      std::string::npos)
       << out;
   EXPECT_NE(out.find("Placement:   1 domain: 0\n"), std::string::npos) << out;
   EXPECT_NE(out.find("segment 0  ranks 0-2  domain 0  [###...]"), std::string::npos) << out;
@@ -155,7 +159,8 @@ TEST(RenderExplainTest, InvalidSpec) {
   Fixture f;
   Json bad = testing::MakeJob("default", "bad", 0);
   ClusterView v = BuildView(f.nodes, f.pods, {bad}, {});
-  EXPECT_NE(RenderExplain(v, v.jobs[0]).find("Spec:        invalid: spec.replicas"), std::string::npos)
+  EXPECT_NE(RenderExplain(v, v.jobs[0]).find("Spec:        invalid: spec.replicas"),
+            std::string::npos)
       << RenderExplain(v, v.jobs[0]);
 }
 

@@ -11,7 +11,8 @@
 #     kube-scheduler, run with the chart's KubeSchedulerConfiguration pointed at that container, gets
 #     the rank pods bound to exactly their planned nodes (kwok then runs them);
 #  5. kubectl-nvl72 from the image shows the gang in the rack map.
-# Exit 77 (ctest: skipped) when no Docker engine is reachable.
+# NVL72_IMAGE=<ref> tests that image instead of building one. Exit 77 (ctest: skipped) when no Docker
+# engine is reachable.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 lc=$root/scripts/local-cluster
@@ -52,7 +53,12 @@ fi
 
 # --- 1. image ----------------------------------------------------------------------------------------
 t=$(date +%s)
-image=$("$root/scripts/build-image") || fail "scripts/build-image"
+if [[ -n ${NVL72_IMAGE:-} ]]; then
+  image=$NVL72_IMAGE  # a prebuilt image (e.g. from a release pipeline): test it as it is
+  docker image inspect "$image" >/dev/null 2>&1 || fail "NVL72_IMAGE=$image does not exist"
+else
+  image=$("$root/scripts/build-image") || fail "scripts/build-image"
+fi
 size=$(docker image inspect -f '{{.Size}}' "$image")
 ok "image $image ready in $(($(date +%s) - t)) s, $((size / 1024 / 1024)) MiB"
 
