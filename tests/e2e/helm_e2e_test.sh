@@ -133,6 +133,7 @@ expect yes "$op" update nvl72jobs.nvl72.dev --subresource=status -n team-a
 expect yes "$op" update nvl72jobs.nvl72.dev --subresource=finalizers -n team-a
 for v in create delete list watch get; do expect yes "$op" "$v" pods -n team-a; done
 for v in create delete get; do expect yes "$op" "$v" services -n team-a; done
+expect yes "$op" create pods --subresource=eviction -n team-a
 expect yes "$op" create events -n team-a
 expect yes "$op" create events.events.k8s.io -n team-a
 for v in get list watch; do expect yes "$op" "$v" nodes; expect yes "$op" "$v" priorityclasses.scheduling.k8s.io; done
