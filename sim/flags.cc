@@ -249,7 +249,24 @@ std::string HelpText() {
     } else {
       out << "\n" << std::string(28, ' ');
     }
-    out << f.help << "\n";
+    // Word-wrap the description to 100 columns, continuation lines under the first.
+    size_t column = 28;
+    std::istringstream words(f.help);
+    std::string word;
+    bool first = true;
+    while (words >> word) {
+      if (!first && column + 1 + word.size() > 100) {
+        out << "\n" << std::string(28, ' ');
+        column = 28;
+      } else if (!first) {
+        out << ' ';
+        ++column;
+      }
+      out << word;
+      column += word.size();
+      first = false;
+    }
+    out << "\n";
   }
   out << "\nExit codes: 0 ok, 2 bad input (flags, trace, policy name), 1 internal error.\n"
          "Model and metric definitions: docs/simulator.md.\n";

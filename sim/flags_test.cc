@@ -99,7 +99,13 @@ TEST(ParseFlags, BadValuesNameTheFlag) {
 }
 
 TEST(HelpText, DocumentsEveryFlagWithItsDefault) {
-  const std::string help = HelpText();
+  // Collapse the word-wrapping so that "Default\n    12669" reads "Default 12669".
+  std::string help;
+  for (char c : HelpText()) {
+    if (c == '\n') c = ' ';
+    if (c == ' ' && !help.empty() && help.back() == ' ') continue;
+    help += c;
+  }
   for (const char* flag :
        {"--trace", "--racks", "--nodes-per-rack", "--gpus-per-node", "--policies", "--spares",
         "--load", "--seed", "--mtbf-hours", "--repair-hours", "--checkpoint-minutes",
