@@ -29,25 +29,25 @@
 namespace nvl72::kube {
 
 struct ListOptions {
-  std::string label_selector;   // "app=x,tier!=db"
-  std::string field_selector;   // "spec.nodeName=n1"
+  std::string label_selector{};   // "app=x,tier!=db"
+  std::string field_selector{};   // "spec.nodeName=n1"
   int64_t limit = 0;            // page size; 0 = everything in one response
-  std::string continue_token;   // from a previous page's ListResult::continue_token
-  std::string resource_version; // "" = most recent (quorum read); "0" = any (cache)
+  std::string continue_token{};   // from a previous page's ListResult::continue_token
+  std::string resource_version{}; // "" = most recent (quorum read); "0" = any (cache)
 };
 
 struct ListResult {
-  std::vector<Json> items;
-  std::string resource_version;  // of the list: start a Watch from here
-  std::string continue_token;    // non-empty when more pages follow
+  std::vector<Json> items{};
+  std::string resource_version{};  // of the list: start a Watch from here
+  std::string continue_token{};    // non-empty when more pages follow
 };
 
 struct WatchOptions {
-  std::string label_selector;
-  std::string field_selector;
+  std::string label_selector{};
+  std::string field_selector{};
   // Start after this version (from a List or the last event seen). "" = start from "now" with
   // synthetic ADDED events for existing objects (avoid: List then Watch instead).
-  std::string resource_version;
+  std::string resource_version{};
   bool allow_bookmarks = true;
   // Server-side timeout of this watch request; 0 = 300 s plus up to 60 s jitter. The watch returns
   // OK when it elapses: the caller resumes from the last resourceVersion it saw.
@@ -58,8 +58,8 @@ enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark };
 std::string_view WatchEventTypeName(WatchEventType t);
 
 struct WatchEvent {
-  WatchEventType type;
-  Json object;  // the object; for kBookmark only metadata.resourceVersion is meaningful
+  WatchEventType type{};
+  Json object{};  // the object; for kBookmark only metadata.resourceVersion is meaningful
 };
 
 // Called once per event, in order, on the thread that called Watch(). Return false to end the watch.
@@ -73,19 +73,19 @@ enum class PatchType {
 };
 
 struct PatchOptions {
-  std::string field_manager;  // REQUIRED for kApply
+  std::string field_manager{};  // REQUIRED for kApply
   bool force = false;         // kApply only: take ownership of conflicting fields
 };
 
 struct WriteOptions {
-  std::string field_manager;  // optional for Create/Update
+  std::string field_manager{};  // optional for Create/Update
 };
 
 struct DeleteOptions {
-  std::optional<std::string> propagation_policy;  // "Foreground" | "Background" | "Orphan"
-  std::optional<int64_t> grace_period_seconds;
-  std::optional<std::string> precondition_uid;               // 409 if the uid differs
-  std::optional<std::string> precondition_resource_version;  // 409 if the object changed
+  std::optional<std::string> propagation_policy{};  // "Foreground" | "Background" | "Orphan"
+  std::optional<int64_t> grace_period_seconds{};
+  std::optional<std::string> precondition_uid{};               // 409 if the uid differs
+  std::optional<std::string> precondition_resource_version{};  // 409 if the object changed
 };
 
 class Client {

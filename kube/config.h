@@ -13,29 +13,29 @@ namespace nvl72::kube {
 
 struct Config {
   // "https://host:port" (IPv6 hosts in brackets). "http://" is accepted only for tests.
-  std::string server;
+  std::string server{};
 
   // Trust: PEM data wins over a file. Verification is ON unless insecure_skip_tls_verify.
-  std::string ca_data;
-  std::string ca_file;
+  std::string ca_data{};
+  std::string ca_file{};
   bool insecure_skip_tls_verify = false;
   // Overrides the host name checked against the server certificate (kubeconfig tls-server-name).
-  std::string tls_server_name;
+  std::string tls_server_name{};
 
   // Client certificate authentication (PEM): data wins over files.
-  std::string client_cert_data;
-  std::string client_cert_file;
-  std::string client_key_data;
-  std::string client_key_file;
+  std::string client_cert_data{};
+  std::string client_cert_file{};
+  std::string client_key_data{};
+  std::string client_key_file{};
 
   // Bearer token authentication. token_file wins over token; HttpClient re-reads it at most every
   // token_reread_interval (and after a 401) so rotated service-account tokens are picked up.
-  std::string token;
-  std::string token_file;
+  std::string token{};
+  std::string token_file{};
   std::chrono::seconds token_reread_interval{60};
 
   // Namespace of the selected context (kubeconfig) or of the service account (in-cluster); may be "".
-  std::string default_namespace;
+  std::string default_namespace{};
 
   std::chrono::milliseconds connect_timeout{5000};
   // Timeout for one non-watch request (read and write). Watches use their own, longer timeout.

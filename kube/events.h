@@ -30,8 +30,8 @@ namespace nvl72::kube {
 enum class EventType { kNormal, kWarning };
 
 struct EventRecorderOptions {
-  std::string reporting_controller;  // e.g. "nvl72.dev/operator"
-  std::string reporting_instance;    // e.g. pod name
+  std::string reporting_controller{};  // e.g. "nvl72.dev/operator"
+  std::string reporting_instance{};    // e.g. pod name
   size_t max_queue = 1000;
 };
 

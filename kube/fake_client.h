@@ -49,10 +49,10 @@ std::string_view VerbName(Verb v);
 
 // One recorded call, for assertions in tests.
 struct Action {
-  Verb verb;
-  std::string resource;  // ResourceRef::DisplayName()
-  std::string ns;
-  std::string name;      // "" for List/Watch
+  Verb verb{};
+  std::string resource{};  // ResourceRef::DisplayName()
+  std::string ns{};
+  std::string name{};      // "" for List/Watch
 };
 
 class FakeClient : public Client {

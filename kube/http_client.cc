@@ -8,7 +8,9 @@
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 
+#include <csignal>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <sstream>
 
@@ -348,6 +350,10 @@ HttpClient::HttpClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpClient::~HttpClient() = default;
 
 StatusOr<std::unique_ptr<HttpClient>> HttpClient::Create(const Config& config) {
+  // OpenSSL writes with write(2): a peer that closed (or a watch we cancelled by shutting the socket
+  // down) would otherwise kill the process with SIGPIPE instead of failing the call.
+  static std::once_flag ignore_sigpipe;
+  std::call_once(ignore_sigpipe, [] { std::signal(SIGPIPE, SIG_IGN); });
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   Status s = impl->Init();

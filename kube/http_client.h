@@ -6,6 +6,9 @@
 // Connections are pooled and kept alive; each Watch() uses its own connection with a read timeout
 // longer than the watch's server-side timeout.
 //
+// The first Create() sets SIGPIPE to SIG_IGN for the process (broken TLS connections must fail the
+// call, not kill the process).
+//
 // Thread-safety: all methods may be called concurrently from any thread.
 #pragma once
 

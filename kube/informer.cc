@@ -172,12 +172,16 @@ Status Informer::ListAndReplace() {
   {
     std::lock_guard<std::mutex> l(mu_);
     std::unordered_map<std::string, ObjectPtr> fresh;
+    std::vector<std::pair<std::string, ObjectPtr>> in_order;  // handlers see list order
     fresh.reserve(listed->items.size());
+    in_order.reserve(listed->items.size());
     for (Json& item : listed->items) {
       std::string key = KeyOf(item);
-      fresh.emplace(std::move(key), std::make_shared<const Json>(std::move(item)));
+      ObjectPtr obj = std::make_shared<const Json>(std::move(item));
+      fresh.emplace(key, obj);
+      in_order.emplace_back(std::move(key), std::move(obj));
     }
-    for (auto& [key, obj] : fresh) {
+    for (auto& [key, obj] : in_order) {
       auto it = items_.find(key);
       if (it == items_.end()) {
         deliveries.push_back({0, nullptr, obj});

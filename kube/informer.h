@@ -58,10 +58,10 @@ struct EventHandlers {
 };
 
 struct InformerOptions {
-  ResourceRef resource;
-  std::string ns;  // "" = all namespaces (or cluster-scoped)
-  std::string label_selector;
-  std::string field_selector;
+  ResourceRef resource{};
+  std::string ns{};  // "" = all namespaces (or cluster-scoped)
+  std::string label_selector{};
+  std::string field_selector{};
   int64_t page_size = 500;
   std::chrono::milliseconds resync_period{0};  // 0 = no periodic resync
   std::chrono::milliseconds initial_backoff{200};
@@ -76,7 +76,7 @@ struct InformerStats {
   int64_t watch_errors = 0;    // list/watch calls that failed (not counting 410)
   int64_t gone = 0;            // 410s seen
   int64_t events = 0;          // watch events applied (bookmarks excluded)
-  std::string last_resource_version;
+  std::string last_resource_version{};
 };
 
 class Informer {

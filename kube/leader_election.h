@@ -31,9 +31,9 @@
 namespace nvl72::kube {
 
 struct LeaderElectionConfig {
-  std::string lease_namespace;
-  std::string lease_name;
-  std::string identity;  // unique per candidate, e.g. pod name + "_" + random
+  std::string lease_namespace{};
+  std::string lease_name{};
+  std::string identity{};  // unique per candidate, e.g. pod name + "_" + random
   std::chrono::milliseconds lease_duration{15000};
   std::chrono::milliseconds renew_deadline{10000};
   std::chrono::milliseconds retry_period{2000};

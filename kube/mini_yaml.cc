@@ -56,6 +56,24 @@ std::string Trim(const std::string& s) {
   return TrimRight(s.substr(b));
 }
 
+// Finds the ':' separating key and value (outside quotes, followed by space or end of line).
+size_t FindKeyColon(const std::string& s) {
+  char quote = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (quote) {
+      if (c == quote) quote = 0;
+      continue;
+    }
+    if ((c == '"' || c == '\'') && i == 0) {
+      quote = c;
+      continue;
+    }
+    if (c == ':' && (i + 1 == s.size() || s[i + 1] == ' ' || s[i + 1] == '\t')) return i;
+  }
+  return std::string::npos;
+}
+
 StatusOr<json> ParseScalar(const std::string& raw, int line) {
   std::string s = Trim(raw);
   if (s.empty()) return json(nullptr);
@@ -91,31 +109,37 @@ StatusOr<json> ParseScalar(const std::string& raw, int line) {
     }
     return arr;
   }
-  if (s[0] == '{') return Error(line, "non-empty flow mappings are not supported");
+  if (s[0] == '{') {
+    // Flat flow mapping of scalars: {a: b, c: 'd'} (no nesting).
+    if (s.back() != '}') return Error(line, "unterminated flow mapping");
+    std::string inner = s.substr(1, s.size() - 2);
+    if (inner.find_first_of("{[") != std::string::npos) {
+      return Error(line, "nested flow collections are not supported");
+    }
+    json obj = json::object();
+    size_t start = 0;
+    for (size_t i = 0; i <= inner.size(); ++i) {
+      if (i == inner.size() || inner[i] == ',') {
+        std::string item = Trim(inner.substr(start, i - start));
+        start = i + 1;
+        if (item.empty()) continue;
+        size_t colon = FindKeyColon(item);
+        if (colon == std::string::npos) return Error(line, "expected \"key: value\" in flow mapping");
+        auto key = ParseScalar(item.substr(0, colon), line);
+        auto value = ParseScalar(item.substr(colon + 1), line);
+        if (!key.ok()) return key;
+        if (!value.ok()) return value;
+        obj[key->is_string() ? key->get<std::string>() : key->dump()] = *value;
+      }
+    }
+    return obj;
+  }
   if (s[0] == '&' || s[0] == '*' || s[0] == '!') return Error(line, "anchors, aliases and tags are not supported");
   if (s == "|" || s == ">" || s[0] == '|' || s[0] == '>') return Error(line, "block scalars are not supported");
   if (s == "true" || s == "True" || s == "TRUE") return json(true);
   if (s == "false" || s == "False" || s == "FALSE") return json(false);
   if (s == "null" || s == "~" || s == "Null" || s == "NULL") return json(nullptr);
   return json(s);
-}
-
-// Finds the ':' separating key and value (outside quotes, followed by space or end of line).
-size_t FindKeyColon(const std::string& s) {
-  char quote = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (quote) {
-      if (c == quote) quote = 0;
-      continue;
-    }
-    if ((c == '"' || c == '\'') && i == 0) {
-      quote = c;
-      continue;
-    }
-    if (c == ':' && (i + 1 == s.size() || s[i + 1] == ' ' || s[i + 1] == '\t')) return i;
-  }
-  return std::string::npos;
 }
 
 class Parser {

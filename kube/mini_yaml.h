@@ -2,9 +2,10 @@
 //
 // Supported: block mappings and block sequences (including sequences at the same indentation as
 // their parent key, as kubectl writes them), plain / 'single' / "double"-quoted scalars, comments,
-// empty flow collections ({} and []), flow sequences of scalars ([a, b]), "---" document start, and
+// flow sequences and flat flow mappings of scalars ([a, b], {a: b}), "---" document start, and
 // JSON documents (a JSON file is parsed as JSON). Scalars stay strings, except that
-// true/false/null are typed. Not supported (error): anchors, tags, block scalars (| >), multi-docs.
+// true/false/null are typed. Not supported (error): anchors, tags, block scalars (| >), multi-docs,
+// nested flow collections.
 // Internal to kube/ (config.cc); not a general YAML parser.
 // Thread-safety: pure function.
 #pragma once

@@ -151,6 +151,8 @@ StatusOr<bool> MatchesLabelSelector(const Json& obj, std::string_view selector) 
   selector = Trim(selector);
   if (selector.empty()) return true;
   auto labels = Labels(obj);
+  // Validate every requirement even after a mismatch: a malformed selector is always an error.
+  bool matched = true;
   for (std::string_view req : SplitRequirements(selector)) {
     if (req.empty()) return Status(StatusCode::kInvalidArgument, "empty requirement in label selector");
     auto bad = [&] {
@@ -178,19 +180,19 @@ StatusOr<bool> MatchesLabelSelector(const Json& obj, std::string_view selector) 
       }
       auto it = labels.find(std::string(key));
       bool in = it != labels.end() && values.count(it->second) > 0;
-      if (op == "in" ? !in : in) return false;
+      if (op == "in" ? !in : in) matched = false;
       continue;
     }
     if (req[0] == '!') {
       std::string_view key = Trim(req.substr(1));
       if (!ValidLabelToken(key)) return bad();
-      if (labels.count(std::string(key))) return false;
+      if (labels.count(std::string(key))) { matched = false; continue; }
       continue;
     }
     size_t op_pos = req.find_first_of("!=");
     if (op_pos == std::string_view::npos) {
       if (!ValidLabelToken(req)) return bad();
-      if (!labels.count(std::string(req))) return false;
+      if (!labels.count(std::string(req))) { matched = false; continue; }
       continue;
     }
     std::string_view key = Trim(req.substr(0, op_pos));
@@ -210,9 +212,9 @@ StatusOr<bool> MatchesLabelSelector(const Json& obj, std::string_view selector) 
     if (!ValidLabelToken(key)) return bad();
     auto it = labels.find(std::string(key));
     bool eq = it != labels.end() && it->second == value;
-    if (negate ? eq : !eq) return false;
+    if (negate ? eq : !eq) matched = false;
   }
-  return true;
+  return matched;
 }
 
 namespace {

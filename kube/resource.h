@@ -12,10 +12,10 @@
 namespace nvl72::kube {
 
 struct ResourceRef {
-  std::string group;     // "" for the core group (served under /api), else e.g. "apps"
-  std::string version;   // "v1", "v1alpha1"
-  std::string resource;  // lower-case plural: "pods", "nvl72jobs"
-  std::string kind;      // "Pod": used for apiVersion/kind defaults and messages
+  std::string group{};     // "" for the core group (served under /api), else e.g. "apps"
+  std::string version{};   // "v1", "v1alpha1"
+  std::string resource{};  // lower-case plural: "pods", "nvl72jobs"
+  std::string kind{};      // "Pod": used for apiVersion/kind defaults and messages
   bool namespaced = true;
 
   static ResourceRef Custom(std::string group, std::string version, std::string resource,
