@@ -49,6 +49,29 @@ std::shared_ptr<const ClusterView> BuildView(const std::vector<const Json*>& nod
   return view;
 }
 
+std::vector<int> RankNormalizeScores(std::span<const int64_t> raw) {
+  std::vector<int> out(raw.size(), 0);
+  std::vector<int64_t> levels;
+  levels.reserve(raw.size());
+  for (int64_t v : raw) {
+    if (v >= 0) levels.push_back(v);
+  }
+  if (levels.empty()) return out;
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  const auto top = static_cast<int64_t>(levels.size()) - 1;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    if (raw[i] < 0) continue;
+    if (top == 0) {
+      out[i] = 10;
+      continue;
+    }
+    const auto rank = std::lower_bound(levels.begin(), levels.end(), raw[i]) - levels.begin();
+    out[i] = 1 + static_cast<int>(rank * 9 / top);
+  }
+  return out;
+}
+
 StatusOr<std::unique_ptr<Extender>> Extender::Create(const ExtenderOptions& options) {
   placement::PolicyOptions po;
   po.spares_per_domain = options.spares_per_domain;
@@ -164,7 +187,9 @@ std::vector<int> Extender::Prioritize(const ClusterView& view, const ExtenderArg
   if (ids.empty()) return out;
   std::vector<int64_t> raw(ids.size(), -1);
   policy_->ScorePods(view.state.snapshot(), std::max(args.pod.gpus, 0), ids, raw);
-  const std::vector<int> norm = placement::NormalizeScores(raw);
+  const std::vector<int> norm = options_.normalization == ScoreNormalization::kLinear
+                                    ? placement::NormalizeScores(raw)
+                                    : RankNormalizeScores(raw);
   for (size_t k = 0; k < ids.size(); ++k) out[where[k]] = norm[k];
   return out;
 }

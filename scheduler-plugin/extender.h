@@ -7,8 +7,8 @@
 //   filter      a gang rank (label nvl72.dev/job) passes only on its planned node; another GPU pod is
 //               kept off nodes reserved for gangs and (if keep_off_spares) off designated spare
 //               nodes; a pod without GPUs passes everywhere. Every failed node gets a reason.
-//   prioritize  the placement core's single-pod score of the chosen policy, 0..10
-//               (placement::NormalizeScores); a gang rank scores 10 on its planned node only.
+//   prioritize  the placement core's single-pod score of the chosen policy, 0..10 (by rank of the
+//               raw scores, or placement::NormalizeScores); a gang rank scores 10 on its planned node.
 //   bind        posts the Binding, refusing a gang rank on any node but its planned one.
 //   preempt     drops every candidate node whose victims would break a running gang without taking
 //               the whole gang; for a gang rank keeps only its planned node.
@@ -19,6 +19,7 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -70,8 +71,23 @@ std::shared_ptr<const ClusterView> BuildView(const std::vector<const Json*>& nod
                                              const std::vector<const Json*>& jobs,
                                              const ViewOptions& options, bool synced = true);
 
+// How raw policy scores become the extender's 0..10.
+enum class ScoreNormalization {
+  // Distinct feasible raw scores by rank, spread evenly over 1..10 (infeasible 0). Keeps the policy's
+  // order between tiers: the nvl72 policy's raw scores span orders of magnitude (partly used node >>
+  // empty node of a busy domain > empty node of an idle domain > spare), which a linear map collapses
+  // to 1 for every empty node, leaving the choice among them to the scheduler's LeastAllocated.
+  kRank,
+  // placement::NormalizeScores: linear between the lowest and the highest feasible raw score.
+  kLinear,
+};
+
+// Rank normalisation (see kRank). Same contract as placement::NormalizeScores.
+std::vector<int> RankNormalizeScores(std::span<const int64_t> raw);
+
 struct ExtenderOptions {
   std::string policy = "nvl72";
+  ScoreNormalization normalization = ScoreNormalization::kRank;
   int spares_per_domain = 2;
   bool keep_off_spares = true;
   std::string gpu_resource = "nvidia.com/gpu";

@@ -161,6 +161,31 @@ TEST_F(ExtenderTest, PrioritizePacksIntoPartlyUsedNodesOfBusyDomains) {
   EXPECT_EQ(scores[2], 1);
 }
 
+TEST(RankNormalizeTest, KeepsOrderAcrossTiers) {
+  const std::vector<int64_t> raw = {-1, 0, 1'000'002, 1'000'004, 3'000'000'000, 1'000'004};
+  EXPECT_EQ(RankNormalizeScores(raw), (std::vector<int>{0, 1, 4, 7, 10, 7}));
+  // The linear map of the core collapses the middle tiers.
+  EXPECT_EQ(placement::NormalizeScores(raw), (std::vector<int>{0, 1, 1, 1, 10, 1}));
+  EXPECT_EQ(RankNormalizeScores(std::vector<int64_t>{5, 5}), (std::vector<int>{10, 10}));
+  EXPECT_EQ(RankNormalizeScores(std::vector<int64_t>{-1}), (std::vector<int>{0}));
+  // More distinct values than levels: still monotone, still 1..10.
+  std::vector<int64_t> many;
+  for (int i = 0; i < 100; ++i) many.push_back(i * i);
+  const auto s = RankNormalizeScores(many);
+  EXPECT_EQ(s.front(), 1);
+  EXPECT_EQ(s.back(), 10);
+  EXPECT_TRUE(std::is_sorted(s.begin(), s.end()));
+}
+
+TEST_F(ExtenderTest, LinearNormalizationIsAvailable) {
+  options_.normalization = ScoreNormalization::kLinear;
+  auto e = Extender::Create(options_);
+  ASSERT_TRUE(e.ok());
+  auto a = Args(MakePod("ml", "one", 1));
+  a.node_names = {"r001-n02", "r000-n03", "r000-n02"};
+  EXPECT_EQ((*e)->Prioritize(*view_, a), (std::vector<int>{1, 1, 10}));
+}
+
 TEST_F(ExtenderTest, PrioritizeWithSpreadPolicyPrefersEmptyNodes) {
   options_.policy = "spread";
   auto e = Extender::Create(options_);

@@ -30,6 +30,8 @@ Usage: nvl72-extender [flags]
   --tls-key FILE             PEM private key of --tls-cert
   --client-ca FILE           require client certificates signed by this PEM CA (mTLS)
   --policy NAME              scoring policy: nvl72 (default), spread, first-fit, domain-best-fit
+  --score-normalization M    rank (default: policy order kept across score tiers) or linear
+                             (placement::NormalizeScores)
   --spares-per-domain N      empty nodes per NVLink domain held as spares (default 2)
   --keep-off-spares[=BOOL]   keep non-gang GPU pods off designated spare nodes (default true)
   --domain-label KEY         node label naming the NVLink domain (default nvidia.com/gpu.clique)
@@ -97,6 +99,17 @@ StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
       {"--tls-key", str(&f.server.tls_key)},
       {"--client-ca", str(&f.server.client_ca)},
       {"--policy", str(&f.extender.policy)},
+      {"--score-normalization",
+       [&](const std::string& v) {
+         if (v == "rank") {
+           f.extender.normalization = ScoreNormalization::kRank;
+         } else if (v == "linear") {
+           f.extender.normalization = ScoreNormalization::kLinear;
+         } else {
+           return InvalidArgumentError("--score-normalization: want rank or linear, got \"" + v + "\"");
+         }
+         return Status::Ok();
+       }},
       {"--spares-per-domain", num("--spares-per-domain", 0, 1000, &f.extender.spares_per_domain)},
       {"--domain-label", str(&f.domain_label)},
       {"--domain-label-fallback", str(&f.domain_label_fallback)},

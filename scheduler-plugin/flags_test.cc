@@ -56,6 +56,8 @@ TEST(FlagsTest, Errors) {
   EXPECT_FALSE(ParseFlags({"--tls-cert", "c"}).ok());
   EXPECT_FALSE(ParseFlags({"--client-ca", "ca"}).ok());
   EXPECT_FALSE(ParseFlags({"--log-level", "loud"}).ok());
+  EXPECT_FALSE(ParseFlags({"--score-normalization", "log"}).ok());
+  EXPECT_EQ(ParseFlags({"--score-normalization=linear"})->extender.normalization, ScoreNormalization::kLinear);
   EXPECT_TRUE(ParseFlags({"--help"})->help);
   EXPECT_TRUE(ParseFlags({"--version"})->version);
   EXPECT_NE(Usage().find("--listen"), std::string::npos);

@@ -4,6 +4,7 @@
 #include <ctime>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kube/clock.h"
@@ -137,6 +138,13 @@ int main(int argc, char** argv) {
       rebuilds = r;
     }
   }
+  // Keep-alive connections of the scheduler hold their workers until they idle out: give in-flight
+  // requests a few seconds, then leave.
+  std::thread([] {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    Log(1, "shutdown grace period over, exiting");
+    std::_Exit(0);
+  }).detach();
   server.Stop();
   cache.Stop();
   return 0;
