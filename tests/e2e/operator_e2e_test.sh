@@ -3,15 +3,18 @@
 # 18 nodes x 4 GPUs, no kube-scheduler): CRD validation, admission of the examples, waiting reason,
 # deletion frees capacity, SIGKILL in the middle of a burst.
 #
-#   tests/e2e/operator_e2e_test.sh OPERATOR_BINARY
+#   tests/e2e/operator_e2e_test.sh OPERATOR_BINARY [EXTENDER_BINARY]
 # Env: OP_E2E_STATE=DIR reuses a running cluster (started with --racks 4) instead of starting one.
-# Pods are not bound (no scheduler here): the checks are on status.placement and the planned node
-# of every pod (annotation nvl72.dev/node and its required node affinity).
+# The checks are on status.placement and the planned node of every pod (annotation nvl72.dev/node
+# and its required node affinity). With EXTENDER_BINARY (or $NVL72_EXTENDER_BIN), a last phase runs
+# nvl72-extender + a kube-scheduler with the nvl72-scheduler profile and checks that every rank pod
+# is bound to its planned node and every admitted job reaches Running (kwok runs bound pods).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 bin=${1:-${NVL72_OPERATOR_BIN:-$repo/build/op/operator/nvl72-operator}}
 [[ -x $bin ]] || { echo "operator binary $bin not found" >&2; exit 2; }
+ext_bin=${2:-${NVL72_EXTENDER_BIN:-}}
 
 t0=$(date +%s)
 log() { printf '[operator-e2e %s +%ss] %s\n' "$(date +%H:%M:%S)" "$(($(date +%s) - t0))" "$*" >&2; }
@@ -34,15 +37,19 @@ source "$state/env"
 kc() { "$NVL72_KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 ns=op-e2e-$$
 workdir=$(mktemp -d /tmp/nvl72-op-e2e-work.XXXXXX)
-op_pid=
+op_pid= ext_pid= sched_pid=
 
 cleanup() {
+  local rc=$?
+  set +e  # best effort: a process that already exited must not change the result
   [[ -n $op_pid ]] && kill "$op_pid" 2>/dev/null && wait "$op_pid" 2>/dev/null
+  for p in $sched_pid $ext_pid; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
   if ((failures > 0)); then
     log "operator log (last 40 lines):"; tail -n 40 "$workdir"/operator*.log >&2 || true
   fi
   ((own_cluster)) && "$repo/scripts/local-cluster" down --state "$state" >/dev/null 2>&1
   rm -rf "$workdir"
+  exit "$rc"
 }
 trap cleanup EXIT
 
@@ -233,6 +240,34 @@ done
 for j in $(kc -n "$ns" get nvj -o jsonpath='{range .items[?(@.status.state=="Waiting")]}{.metadata.name}{"\n"}{end}'); do
   [[ $(kc -n "$ns" get pods -l "nvl72.dev/job=$j" -o name | wc -l) == 0 ]] || fail "waiting $j has pods"
 done
+
+if [[ -n $ext_bin && -x $ext_bin ]]; then
+  log "nvl72-extender + kube-scheduler (profile nvl72-scheduler) bind the rank pods"
+  ext_port=$(free_port)
+  "$ext_bin" --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$ext_port" --spares-per-domain 2 \
+    >"$workdir/extender.log" 2>&1 &
+  ext_pid=$!
+  sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#EXTENDER_URL#http://127.0.0.1:$ext_port#" \
+    -e "s#LEADER_ELECT#false#" "$repo/scheduler-plugin/scheduler-config.yaml" >"$workdir/sched.yaml"
+  for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$ext_port/readyz" >/dev/null 2>&1 && break; sleep 0.3; done
+  "$NVL72_KUBE_SCHEDULER" --config="$workdir/sched.yaml" --secure-port="$(free_port)" \
+    --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
+    --authorization-kubeconfig="$KUBECONFIG" >"$workdir/scheduler.log" 2>&1 &
+  sched_pid=$!
+  deadline=$(($(date +%s) + 120))
+  while (($(date +%s) < deadline)); do
+    running=$(kc -n "$ns" get nvj -o jsonpath='{range .items[*]}{.status.state}{"\n"}{end}' | grep -c '^Running$' || true)
+    ((running == 16)) && break
+    sleep 1
+  done
+  ((running == 16)) && ok "16 admitted jobs Running" || fail "$running of 16 jobs Running"
+  off=$(kc -n "$ns" get pods -o jsonpath='{range .items[*]}{.metadata.annotations.nvl72\.dev/node} {.spec.nodeName}{"\n"}{end}' |
+        awk '$1 != $2' | wc -l)
+  [[ $off == 0 ]] && ok "every rank pod bound to its planned node by kube-scheduler + nvl72-extender" ||
+    fail "$off rank pods not bound to their planned node"
+  placed=$(kc -n "$ns" get nvj -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Placed")].status}{"\n"}{end}' | grep -c '^True$' || true)
+  ((placed == 16)) && ok "Placed=True on 16 jobs" || fail "Placed=True on $placed jobs"
+fi
 
 kc -n "$ns" delete nvj --all --wait=true --timeout=120s >/dev/null  # leaves a reused cluster empty
 [[ $(kc -n "$ns" get pods -o name | wc -l) == 0 ]] && ok "all pods gone after deleting every job" || fail "pods left"
