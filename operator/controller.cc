@@ -94,13 +94,24 @@ Status Controller::Run(std::stop_token stop) {
       .on_update = [&](const ObjectPtr& old_obj, const ObjectPtr& o) { pod_changed(old_obj, o, false); },
       .on_delete = [&](const ObjectPtr& o) { pod_changed(nullptr, o, true); },
   });
+  // Jobs with a rank on a node whose health changed re-check their recovery (operator/recovery.h).
+  auto node_jobs = [&](const ObjectPtr& n) {
+    for (const auto& key : JobsWithRankOn(jobs.List(), kube::Name(*n))) queue.Add(key);
+  };
   nodes.AddEventHandler({
       .on_add = [&](const ObjectPtr&) { queue.Add(admission); },
       .on_update =
           [&](const ObjectPtr& old_obj, const ObjectPtr& o) {
-            if (NodeDigest(*old_obj) != NodeDigest(*o)) queue.Add(admission);
+            if (NodeDigest(*old_obj) != NodeDigest(*o)) {
+              queue.Add(admission);
+              node_jobs(o);
+            }
           },
-      .on_delete = [&](const ObjectPtr&) { queue.Add(admission); },
+      .on_delete =
+          [&](const ObjectPtr& o) {
+            queue.Add(admission);
+            node_jobs(o);
+          },
   });
 
   const std::string identity = options_.identity.empty() ? DefaultIdentity() : options_.identity;
@@ -118,6 +129,8 @@ Status Controller::Run(std::stop_token stop) {
   ropts.master_port = options_.master_port;
   Reconciler reconciler(client_, &store, &recorder, metrics_,
                         [&](const std::string& key) { queue.Add(key); }, ropts);
+  reconciler.recovery()->SetEnqueueAfter(
+      [&](const std::string& key, std::chrono::milliseconds d) { queue.AddAfter(key, d); });
 
   jobs.Start();
   pods.Start();

@@ -48,6 +48,12 @@ Reconciler::Reconciler(kube::Client* client, const ObjectStore* store, kube::Eve
   po.spares_per_domain = options_.spares_per_domain;
   policy_ = placement::MakePolicy(options_.policy, po);
   if (policy_ == nullptr) policy_ = placement::MakePolicy("nvl72", po);
+  recovery_ = std::make_unique<JobRecovery>(
+      client_, events_, policy_.get(), enqueue_,
+      JobRecovery::Config{.options = options_.recovery,
+                          .field_manager = options_.field_manager,
+                          .master_port = options_.master_port,
+                          .admission_key = kAdmissionKey});
 }
 
 Status Reconciler::Reconcile(const std::string& key) {
@@ -409,6 +415,18 @@ Status Reconciler::ReconcileJob(const std::string& key) {
       }
     }
     return Status::Ok();
+  }
+  if (auto stored = model::PlacementOf(*job); stored.ok() && stored->has_value()) {
+    // Node health and recovery (operator/recovery.h) on the stored reservation.
+    model::ClusterState state = BuildState(nullptr);
+    std::vector<ObjectPtr> all_pods = store_->Pods();
+    RecoveryInput in{.job = job.get(), .spec = &*spec, .state = &state, .now = now,
+                     .gpu_resource = options_.cluster.gpu_resource};
+    for (const auto& p : pods) in.pods.push_back(p.get());
+    for (const auto& p : all_pods) in.all_pods.push_back(p.get());
+    auto ended = recovery_->Reconcile(in);
+    if (!ended.ok()) return ended.status();
+    if (*ended) return Status::Ok();
   }
   NVL72_RETURN_IF_ERROR(EnsureObjects(*job, *spec, *placement, pods));
 

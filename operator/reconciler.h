@@ -33,6 +33,7 @@
 #include "model/job_spec.h"
 #include "operator/metrics.h"
 #include "operator/object_store.h"
+#include "operator/recovery.h"
 #include "placement/policy.h"
 
 namespace nvl72::op {
@@ -43,6 +44,7 @@ struct ReconcilerOptions {
   int spares_per_domain = 2;
   int master_port = 29500;
   std::string field_manager = "nvl72-operator";
+  RecoveryOptions recovery;  // node failures of admitted jobs (operator/recovery.h)
 };
 
 class Reconciler {
@@ -73,6 +75,9 @@ class Reconciler {
     std::vector<double> decision_seconds;  // one per PlaceGang call
   };
   PassStats LastPass() const;
+
+  // Recovery of jobs on failed nodes; the controller wires its delayed requeue (SetEnqueueAfter).
+  JobRecovery* recovery() { return recovery_.get(); }
 
  private:
   struct Assumed {
@@ -109,6 +114,7 @@ class Reconciler {
   ReconcilerOptions options_;
   WallClock wall_clock_;
   std::unique_ptr<placement::PlacementPolicy> policy_;
+  std::unique_ptr<JobRecovery> recovery_;
 
   mutable std::mutex mu_;
   mutable std::map<std::string, Assumed> assumed_;  // job key -> committed placement
