@@ -80,9 +80,14 @@ int Run(int argc, char** argv) {
 
   kube::Clock* clock = kube::RealClock();
   kube::WorkQueue queue(clock);
-  kube::Informer jobs(&fake, clock, {.resource = Nvl72JobsResource()});
-  kube::Informer pods(&fake, clock, {.resource = kube::kPods});
-  kube::Informer nodes(&fake, clock, {.resource = kube::kNodes});
+  auto informer_options = [](const kube::ResourceRef& r) {
+    kube::InformerOptions o;
+    o.resource = r;
+    return o;
+  };
+  kube::Informer jobs(&fake, clock, informer_options(Nvl72JobsResource()));
+  kube::Informer pods(&fake, clock, informer_options(kube::kPods));
+  kube::Informer nodes(&fake, clock, informer_options(kube::kNodes));
   pods.AddIndexer(InformerStore::kJobIndex, &InformerStore::IndexPodByJob);
   const std::string admission = Reconciler::kAdmissionKey;
   std::atomic<int> pods_seen{0};
