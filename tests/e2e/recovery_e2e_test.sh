@@ -5,7 +5,8 @@
 # pod, including the replacements; nothing is bound by this script.
 #
 #   tests/e2e/recovery_e2e_test.sh OPERATOR_BINARY EXTENDER_BINARY
-# Env: REC_E2E_STATE=DIR reuses a running cluster (started with --racks 4) instead of starting one.
+# Env: REC_E2E_STATE=DIR reuses a running cluster (started with --racks 4) instead of starting one;
+#      REC_E2E_LOGS=DIR keeps the operator, extender and scheduler logs.
 #
 # Checks:
 #  1. a 16-rank Required job (recovery InPlace, notReadyGraceSeconds 10) runs with every rank bound
@@ -66,6 +67,7 @@ cleanup() {
   if ((failures > 0)); then
     for f in "$workdir"/*.log; do log "--- tail of $f"; tail -n 30 "$f" >&2 || true; done
   fi
+  [[ -n ${REC_E2E_LOGS:-} ]] && mkdir -p "$REC_E2E_LOGS" && cp "$workdir"/*.log "$REC_E2E_LOGS"/ 2>/dev/null
   if ((own_cluster)); then
     "$repo/scripts/local-cluster" down --state "$state" >/dev/null 2>&1 || true
   else
@@ -177,7 +179,7 @@ else
   fail "job did not start: $(pods_table | awk '{print $2, $4}' | sort | uniq -c | tr '\n' ';')"; exit 1
 fi
 rack=$(rack_of "$(node_of_rank 0)")
-gang_nodes=$(jp nvj moe -o 'jsonpath={range .status.placement.ranks[*]}{.node}{"\n"}{end}')
+gang_nodes=$(job_json | jq -r '.status.placement.ranks[].node')
 spares=$(for i in $(seq -w 0 17); do echo "$rack-node$i"; done | grep -vxF -f <(echo "$gang_nodes") || true)
 log "job in $rack; spares: $(echo $spares)"
 
@@ -226,7 +228,13 @@ else
 fi
 [[ $(rack_of "$new") == "$rack" ]] && ok "replacement in the same rack ($rack)" || fail "replacement $new is not in $rack"
 grep -qxF "$new" <<<"$spares" && ok "replacement $new was a spare" || fail "replacement $new was not a spare"
-result "recovery_failure_to_bound_ms=$bound_ms failure_to_placement_ms=$placed_ms (target < 5000 ms; taint NoExecute, grace not involved)"
+# Where the time went: the operator logs its decision with a millisecond wall-clock stamp.
+decided=$(grep -m1 "moe: recovery 1:" "$workdir/operator.log" | awk '{print $2}')
+decide_ms=
+if [[ -n $decided ]]; then
+  decide_ms=$(( $(date -d "$(date +%F) $decided" +%s%3N) - tf / 1000000 ))
+fi
+result "recovery_failure_to_bound_ms=$bound_ms failure_to_operator_decision_ms=${decide_ms:-?} failure_to_placement_visible_ms=$placed_ms (target < 5000 ms; taint NoExecute, grace not involved; load average $(cut -d' ' -f1 /proc/loadavg) on $(nproc) cores)"
 wait_until 30 all_running_on_plan && ok "all 16 ranks Running on their planned nodes" || fail "not all ranks running: $(pods_table | tr '\n' ';')"
 one_pod_per_rank && ok "exactly one pod per rank" || fail "pods: $(pods_table | tr '\n' ';')"
 [[ $(recoveries) == 1 ]] && ok "status.recoveries 1" || fail "status.recoveries '$(recoveries)'"
