@@ -95,9 +95,21 @@ kubeconfig_for() { # SA FILE: a kubeconfig carrying a token of ServiceAccount SA
   cat >"$f" <<EOF
 apiVersion: v1
 kind: Config
-clusters: [{name: local, cluster: {server: "$NVL72_APISERVER_URL", certificate-authority-data: "$(base64 -w0 <"$NVL72_CA_FILE")"}}]
-users: [{name: $sa, user: {token: "$token"}}]
-contexts: [{name: local, context: {cluster: local, user: $sa, namespace: $jobns}}]
+clusters:
+- name: local
+  cluster:
+    server: $NVL72_APISERVER_URL
+    certificate-authority-data: $(base64 -w0 <"$NVL72_CA_FILE")
+users:
+- name: $sa
+  user:
+    token: $token
+contexts:
+- name: local
+  context:
+    cluster: local
+    user: $sa
+    namespace: $jobns
 current-context: local
 EOF
   chmod 644 "$f"  # readable by uid 65532 in the container; a short-lived test token
