@@ -37,7 +37,11 @@ fail() {
 cleanup() {
   [[ -n $sched_pid ]] && { kill "$sched_pid" 2>/dev/null; wait "$sched_pid" 2>/dev/null; }
   docker rm -f "$container" "$ext_container" >/dev/null 2>&1 || true
-  "$lc" down --state "$state" >/dev/null 2>&1 || true
+  if ! "$lc" down --state "$state" >/dev/null 2>&1; then
+    # `down` failed: stop what local-cluster started (pid files) so nothing outlives the state dir.
+    local f
+    for f in "$state"/run/*.pid; do [[ -f $f ]] && kill -- "-$(<"$f")" 2>/dev/null; done
+  fi
   rm -rf "$state"
 }
 trap cleanup EXIT
