@@ -2,8 +2,8 @@
 
 namespace nvl72::kube {
 
-std::chrono::nanoseconds ExponentialDelay(std::chrono::nanoseconds base, std::chrono::nanoseconds max,
-                                          int64_t failures) {
+std::chrono::nanoseconds ExponentialDelay(std::chrono::nanoseconds base,
+                                          std::chrono::nanoseconds max, int64_t failures) {
   if (failures < 0) failures = 0;
   if (base <= std::chrono::nanoseconds::zero()) return std::chrono::nanoseconds::zero();
   // Double until past max; at most ~63 iterations, so no overflow and no pow() rounding.

@@ -9,8 +9,8 @@
 namespace nvl72::kube {
 
 // base * 2^failures, capped at max (no overflow for any failures >= 0).
-std::chrono::nanoseconds ExponentialDelay(std::chrono::nanoseconds base, std::chrono::nanoseconds max,
-                                          int64_t failures);
+std::chrono::nanoseconds ExponentialDelay(std::chrono::nanoseconds base,
+                                          std::chrono::nanoseconds max, int64_t failures);
 
 // Stateful backoff for reconnect loops: Next() returns initial, 2*initial, ... up to max, each with
 // up to `jitter` (fraction, e.g. 0.2) added; Reset() after a success.

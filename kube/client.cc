@@ -4,10 +4,14 @@ namespace nvl72::kube {
 
 std::string_view WatchEventTypeName(WatchEventType t) {
   switch (t) {
-    case WatchEventType::kAdded: return "ADDED";
-    case WatchEventType::kModified: return "MODIFIED";
-    case WatchEventType::kDeleted: return "DELETED";
-    case WatchEventType::kBookmark: return "BOOKMARK";
+    case WatchEventType::kAdded:
+      return "ADDED";
+    case WatchEventType::kModified:
+      return "MODIFIED";
+    case WatchEventType::kDeleted:
+      return "DELETED";
+    case WatchEventType::kBookmark:
+      return "BOOKMARK";
   }
   return "UNKNOWN";
 }
@@ -38,8 +42,8 @@ StatusOr<ListResult> ListAll(Client& client, const ResourceRef& resource, std::s
     }
     if (!expired) break;
   }
-  return Status(StatusCode::kGone, "list of " + resource.DisplayName() +
-                                       ": continue token expired twice");
+  return Status(StatusCode::kGone,
+                "list of " + resource.DisplayName() + ": continue token expired twice");
 }
 
 StatusOr<Json> UpdateWithRetry(Client& client, const ResourceRef& resource, std::string_view ns,
@@ -58,8 +62,8 @@ StatusOr<Json> UpdateWithRetry(Client& client, const ResourceRef& resource, std:
   }
   return Status(StatusCode::kConflict, "update of " + resource.DisplayName() + " " +
                                            MakeKey(ns, name) + " still conflicting after " +
-                                           std::to_string(max_attempts) + " attempts: " +
-                                           last.message());
+                                           std::to_string(max_attempts) +
+                                           " attempts: " + last.message());
 }
 
 }  // namespace nvl72::kube

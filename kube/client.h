@@ -1,25 +1,24 @@
 // Client: the verbs of the Kubernetes REST API over JSON objects.
 //
 // `Client` is the abstract interface the operator and the extender program against; `HttpClient`
-// (kube/http_client.h) talks to a real API server, `FakeClient` (kube/fake_client.h) is an in-memory
-// API server for unit tests.
+// (kube/http_client.h) talks to a real API server, `FakeClient` (kube/fake_client.h) is an
+// in-memory API server for unit tests.
 //
 // Objects are nlohmann::json exactly as the API server sends them. Errors follow kube/errors.h
 // (IsNotFound, IsConflict, IsGone, ...).
 //
-// Thread-safety: every implementation is safe to call from many threads concurrently. Watch() blocks
-// the calling thread for the life of the watch.
+// Thread-safety: every implementation is safe to call from many threads concurrently. Watch()
+// blocks the calling thread for the life of the watch.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "kube/errors.h"
@@ -29,11 +28,11 @@
 namespace nvl72::kube {
 
 struct ListOptions {
-  std::string label_selector{};   // "app=x,tier!=db"
-  std::string field_selector{};   // "spec.nodeName=n1"
-  int64_t limit = 0;            // page size; 0 = everything in one response
-  std::string continue_token{};   // from a previous page's ListResult::continue_token
-  std::string resource_version{}; // "" = most recent (quorum read); "0" = any (cache)
+  std::string label_selector{};    // "app=x,tier!=db"
+  std::string field_selector{};    // "spec.nodeName=n1"
+  int64_t limit = 0;               // page size; 0 = everything in one response
+  std::string continue_token{};    // from a previous page's ListResult::continue_token
+  std::string resource_version{};  // "" = most recent (quorum read); "0" = any (cache)
 };
 
 struct ListResult {
@@ -62,7 +61,8 @@ struct WatchEvent {
   Json object{};  // the object; for kBookmark only metadata.resourceVersion is meaningful
 };
 
-// Called once per event, in order, on the thread that called Watch(). Return false to end the watch.
+// Called once per event, in order, on the thread that called Watch(). Return false to end the
+// watch.
 using WatchHandler = std::function<bool(WatchEvent&& event)>;
 
 enum class PatchType {
@@ -74,7 +74,7 @@ enum class PatchType {
 
 struct PatchOptions {
   std::string field_manager{};  // REQUIRED for kApply
-  bool force = false;         // kApply only: take ownership of conflicting fields
+  bool force = false;           // kApply only: take ownership of conflicting fields
 };
 
 struct WriteOptions {
@@ -129,10 +129,11 @@ class Client {
 
   // Streams events to `handler` until: the handler returns false (OK), `stop` is requested
   // (kCancelled), the server ends the stream (OK: resume from the last resourceVersion seen), the
-  // server sends an ERROR event (its Status: kGone for 410 "too old resource version" -> relist), or
-  // the connection fails (kUnavailable). BOOKMARK events are delivered to the handler.
-  virtual Status Watch(const ResourceRef& resource, std::string_view ns, const WatchOptions& options,
-                       const WatchHandler& handler, std::stop_token stop = {}) = 0;
+  // server sends an ERROR event (its Status: kGone for 410 "too old resource version" -> relist),
+  // or the connection fails (kUnavailable). BOOKMARK events are delivered to the handler.
+  virtual Status Watch(const ResourceRef& resource, std::string_view ns,
+                       const WatchOptions& options, const WatchHandler& handler,
+                       std::stop_token stop = {}) = 0;
 
   // POST pods/<pod>/binding. `pod_uid` may be "" (no uid precondition). 409 if already bound.
   virtual Status Bind(std::string_view ns, std::string_view pod, std::string_view pod_uid,
@@ -149,9 +150,9 @@ class Client {
 StatusOr<ListResult> ListAll(Client& client, const ResourceRef& resource, std::string_view ns,
                              ListOptions options);
 
-// Read-modify-write with optimistic concurrency: Get, apply `mutate` to a copy, Update; on kConflict
-// re-read and retry (up to `max_attempts`). `mutate` returns false to skip the write (no change).
-// Returns the stored object (or the unchanged read when skipped).
+// Read-modify-write with optimistic concurrency: Get, apply `mutate` to a copy, Update; on
+// kConflict re-read and retry (up to `max_attempts`). `mutate` returns false to skip the write (no
+// change). Returns the stored object (or the unchanged read when skipped).
 StatusOr<Json> UpdateWithRetry(Client& client, const ResourceRef& resource, std::string_view ns,
                                std::string_view name, const std::function<bool(Json&)>& mutate,
                                int max_attempts = 10, bool status_subresource = false);

@@ -11,8 +11,8 @@ class RealClockImpl : public Clock {
   std::chrono::system_clock::time_point WallNow() const override {
     return std::chrono::system_clock::now();
   }
-  bool WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, TimePoint deadline,
-                 const std::function<bool()>& pred) override {
+  bool WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                 TimePoint deadline, const std::function<bool()>& pred) override {
     return cv.wait_until(lock, deadline, pred);
   }
   void SleepFor(Duration d) override {
@@ -42,7 +42,8 @@ Clock::TimePoint FakeClock::Now() const {
 
 std::chrono::system_clock::time_point FakeClock::WallNow() const {
   std::lock_guard<std::mutex> l(mu_);
-  return wall_start_ + std::chrono::duration_cast<std::chrono::system_clock::duration>(now_ - start_);
+  return wall_start_ +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(now_ - start_);
 }
 
 bool FakeClock::WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
@@ -50,8 +51,14 @@ bool FakeClock::WaitUntil(std::condition_variable& cv, std::unique_lock<std::mut
   bool counted = false;
   bool result;
   while (true) {
-    if (pred()) { result = true; break; }
-    if (Now() >= deadline) { result = pred(); break; }
+    if (pred()) {
+      result = true;
+      break;
+    }
+    if (Now() >= deadline) {
+      result = pred();
+      break;
+    }
     if (!counted) {
       std::lock_guard<std::mutex> l(mu_);
       ++waiters_;

@@ -1,7 +1,7 @@
 // Clock: the one place kube/ reads time or sleeps, so that tests can drive time by hand.
 //
-// Every time-dependent component in kube/ (WorkQueue, Informer, LeaderElector, EventRecorder) takes a
-// Clock* in its constructor. Production code passes RealClock(); tests pass a FakeClock and call
+// Every time-dependent component in kube/ (WorkQueue, Informer, LeaderElector, EventRecorder) takes
+// a Clock* in its constructor. Production code passes RealClock(); tests pass a FakeClock and call
 // Advance().
 //
 // Thread-safety: all methods of RealClock and FakeClock may be called from any thread concurrently.
@@ -27,8 +27,8 @@ class Clock {
   virtual std::chrono::system_clock::time_point WallNow() const = 0;
 
   // Waits on `cv` until `pred()` is true or Now() >= deadline. Returns the final value of pred().
-  // REQUIRES: `lock` is held and locks the mutex that guards the state `pred` reads; whoever changes
-  // that state notifies `cv`. The lock is held again on return.
+  // REQUIRES: `lock` is held and locks the mutex that guards the state `pred` reads; whoever
+  // changes that state notifies `cv`. The lock is held again on return.
   virtual bool WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
                          TimePoint deadline, const std::function<bool()>& pred) = 0;
 
@@ -40,16 +40,16 @@ class Clock {
 Clock* RealClock();
 
 // A manually driven clock. Time starts at an arbitrary fixed point and moves only on Advance().
-// Waiters poll the fake time every millisecond of real time, so a waiter notices an Advance() within
-// ~1 ms; tests that need to know a thread is blocked can poll NumWaiters().
+// Waiters poll the fake time every millisecond of real time, so a waiter notices an Advance()
+// within ~1 ms; tests that need to know a thread is blocked can poll NumWaiters().
 class FakeClock : public Clock {
  public:
   FakeClock();
 
   TimePoint Now() const override;
   std::chrono::system_clock::time_point WallNow() const override;
-  bool WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock, TimePoint deadline,
-                 const std::function<bool()>& pred) override;
+  bool WaitUntil(std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                 TimePoint deadline, const std::function<bool()>& pred) override;
   void SleepFor(Duration d) override;
 
   // Moves time forward by `d` (d >= 0) and wakes sleepers whose deadline has passed.

@@ -2,9 +2,8 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "kube/mini_yaml.h"
 
@@ -63,7 +62,8 @@ std::string ResolvePath(const std::string& base_dir, const std::string& path) {
   return base_dir + "/" + path;
 }
 
-const json* FindNamed(const json& doc, const char* list, const std::string& name, const char* inner) {
+const json* FindNamed(const json& doc, const char* list, const std::string& name,
+                      const char* inner) {
   auto it = doc.find(list);
   if (it == doc.end() || !it->is_array()) return nullptr;
   for (const json& entry : *it) {
@@ -106,8 +106,10 @@ StatusOr<std::string> Config::BearerToken() const {
 
 std::string Config::DebugString() const {
   std::string auth;
-  if (!token_file.empty()) auth = "token file " + token_file;
-  else if (!token.empty()) auth = "token (inline)";
+  if (!token_file.empty())
+    auth = "token file " + token_file;
+  else if (!token.empty())
+    auth = "token (inline)";
   if (!client_cert_data.empty() || !client_cert_file.empty()) {
     auth += auth.empty() ? "client certificate" : " + client certificate";
   }
@@ -162,8 +164,9 @@ StatusOr<Config> ParseKubeconfig(const std::string& text, const std::string& bas
     if (user == nullptr) return bad("user \"" + user_name + "\" not found");
     for (const char* unsupported : {"exec", "auth-provider", "username", "password"}) {
       if (user->contains(unsupported)) {
-        return bad("user \"" + user_name + "\": \"" + unsupported +
-                   "\" authentication is not supported (use a token, tokenFile or client certificate)");
+        return bad(
+            "user \"" + user_name + "\": \"" + unsupported +
+            "\" authentication is not supported (use a token, tokenFile or client certificate)");
       }
     }
     if (std::string d = Str(*user, "client-certificate-data"); !d.empty()) {
@@ -183,7 +186,8 @@ StatusOr<Config> ParseKubeconfig(const std::string& text, const std::string& bas
     bool has_cert = !config.client_cert_data.empty() || !config.client_cert_file.empty();
     bool has_key = !config.client_key_data.empty() || !config.client_key_file.empty();
     if (has_cert != has_key) {
-      return bad("user \"" + user_name + "\": client certificate and client key must be given together");
+      return bad("user \"" + user_name +
+                 "\": client certificate and client key must be given together");
     }
     config.token = Str(*user, "token");
     config.token_file = ResolvePath(base_dir, Str(*user, "tokenFile"));
@@ -207,8 +211,9 @@ StatusOr<Config> LoadKubeconfig(const std::string& path, const std::string& cont
 StatusOr<Config> InClusterConfigFrom(const std::string& host, const std::string& port,
                                      const std::string& sa_dir) {
   if (host.empty() || port.empty()) {
-    return Status(StatusCode::kFailedPrecondition,
-                  "not running in a cluster: KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT unset");
+    return Status(
+        StatusCode::kFailedPrecondition,
+        "not running in a cluster: KUBERNETES_SERVICE_HOST/KUBERNETES_SERVICE_PORT unset");
   }
   Config config;
   bool ipv6 = host.find(':') != std::string::npos;

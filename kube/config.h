@@ -34,7 +34,8 @@ struct Config {
   std::string token_file{};
   std::chrono::seconds token_reread_interval{60};
 
-  // Namespace of the selected context (kubeconfig) or of the service account (in-cluster); may be "".
+  // Namespace of the selected context (kubeconfig) or of the service account (in-cluster); may be
+  // "".
   std::string default_namespace{};
 
   std::chrono::milliseconds connect_timeout{5000};
@@ -61,8 +62,8 @@ StatusOr<Config> ParseKubeconfig(const std::string& text, const std::string& bas
                                  const std::string& context = "", const std::string& origin = "");
 
 // In-cluster config: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT with the service
-// account token file (re-read), CA and namespace under /var/run/secrets/kubernetes.io/serviceaccount.
-// kFailedPrecondition when not running in a pod.
+// account token file (re-read), CA and namespace under
+// /var/run/secrets/kubernetes.io/serviceaccount. kFailedPrecondition when not running in a pod.
 StatusOr<Config> InClusterConfig();
 // Testable form: explicit host/port and service-account directory.
 StatusOr<Config> InClusterConfigFrom(const std::string& host, const std::string& port,

@@ -143,30 +143,37 @@ TEST_F(ConfigTest, MissingPiecesAreClearErrors) {
       {"", "clusters: []\n", "current-context is not set"},
       {"", "current-context: x\ncontexts:\n- name: x\n  context:\n    cluster: gone\n",
        "cluster \"gone\" not found"},
-      {"", "current-context: x\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n"
-           "clusters:\n- name: c\n  cluster:\n    server: https://h\n",
+      {"",
+       "current-context: x\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n"
+       "clusters:\n- name: c\n  cluster:\n    server: https://h\n",
        "user \"u\" not found"},
-      {"", "current-context: x\ncontexts:\n- name: x\n  context:\n    cluster: c\n"
-           "clusters:\n- name: c\n  cluster:\n    certificate-authority-data: QQ==\n",
+      {"",
+       "current-context: x\ncontexts:\n- name: x\n  context:\n    cluster: c\n"
+       "clusters:\n- name: c\n  cluster:\n    certificate-authority-data: QQ==\n",
        "has no server"},
-      {"", "current-context: x\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n"
-           "clusters:\n- name: c\n  cluster:\n    server: https://h\nusers:\n- name: u\n  user:\n"
-           "    exec:\n      command: aws\n",
+      {"",
+       "current-context: x\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n"
+       "clusters:\n- name: c\n  cluster:\n    server: https://h\nusers:\n- name: u\n  user:\n"
+       "    exec:\n      command: aws\n",
        "\"exec\" authentication is not supported"},
-      {"", "current-context: x\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n"
-           "clusters:\n- name: c\n  cluster:\n    server: https://h\nusers:\n- name: u\n  user:\n"
-           "    client-certificate-data: QQ==\n",
+      {"",
+       "current-context: x\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n"
+       "clusters:\n- name: c\n  cluster:\n    server: https://h\nusers:\n- name: u\n  user:\n"
+       "    client-certificate-data: QQ==\n",
        "must be given together"},
-      {"", "current-context: x\ncontexts:\n- name: x\n  context:\n    cluster: c\n"
-           "clusters:\n- name: c\n  cluster:\n    server: https://h\n"
-           "    certificate-authority-data: '!!notbase64'\n",
+      {"",
+       "current-context: x\ncontexts:\n- name: x\n  context:\n    cluster: c\n"
+       "clusters:\n- name: c\n  cluster:\n    server: https://h\n"
+       "    certificate-authority-data: '!!notbase64'\n",
        "not valid base64"},
-      {"", "current-context: x\ncontexts:\n- name: x\n  context:\n    cluster: c\n"
-           "clusters:\n- name: c\n  cluster:\n    server: https://h\n"
-           "    certificate-authority-data: QQ==\n    insecure-skip-tls-verify: true\n",
+      {"",
+       "current-context: x\ncontexts:\n- name: x\n  context:\n    cluster: c\n"
+       "clusters:\n- name: c\n  cluster:\n    server: https://h\n"
+       "    certificate-authority-data: QQ==\n    insecure-skip-tls-verify: true\n",
        "cannot be combined"},
-      {"", "current-context: x\ncontexts:\n- name: x\n  context:\n    cluster: c\n"
-           "clusters:\n- name: c\n  cluster:\n    server: ftp://h\n",
+      {"",
+       "current-context: x\ncontexts:\n- name: x\n  context:\n    cluster: c\n"
+       "clusters:\n- name: c\n  cluster:\n    server: ftp://h\n",
        "must start with https://"},
   };
   for (const Case& c : cases) {

@@ -12,16 +12,29 @@ StatusCode CodeFor(int http_code, const std::string& reason) {
   if (reason == "Expired" || reason == "Gone") return StatusCode::kGone;
   if (reason == "Timeout" || reason == "ServerTimeout") return StatusCode::kDeadlineExceeded;
   switch (http_code) {
-    case 400: case 405: case 406: case 413: case 415: case 422:
+    case 400:
+    case 405:
+    case 406:
+    case 413:
+    case 415:
+    case 422:
       return StatusCode::kInvalidArgument;
-    case 401: return StatusCode::kUnauthenticated;
-    case 403: return StatusCode::kPermissionDenied;
-    case 404: return StatusCode::kNotFound;
-    case 409: return StatusCode::kConflict;
-    case 410: return StatusCode::kGone;
-    case 429: return StatusCode::kResourceExhausted;
-    case 504: return StatusCode::kDeadlineExceeded;
-    default: break;
+    case 401:
+      return StatusCode::kUnauthenticated;
+    case 403:
+      return StatusCode::kPermissionDenied;
+    case 404:
+      return StatusCode::kNotFound;
+    case 409:
+      return StatusCode::kConflict;
+    case 410:
+      return StatusCode::kGone;
+    case 429:
+      return StatusCode::kResourceExhausted;
+    case 504:
+      return StatusCode::kDeadlineExceeded;
+    default:
+      break;
   }
   if (http_code >= 500) return StatusCode::kUnavailable;
   if (http_code >= 400) return StatusCode::kInvalidArgument;
@@ -58,7 +71,8 @@ Status StatusFromApiStatus(const nlohmann::json& status_obj) {
     if (status_obj.contains("code") && status_obj["code"].is_number_integer()) {
       code = status_obj["code"].get<int>();
     }
-    if (status_obj.contains("reason") && status_obj["reason"].is_string()) reason = status_obj["reason"];
+    if (status_obj.contains("reason") && status_obj["reason"].is_string())
+      reason = status_obj["reason"];
     if (status_obj.contains("message") && status_obj["message"].is_string()) {
       message = status_obj["message"];
     }

@@ -1,30 +1,27 @@
 // Mapping of API server responses to nvl72::Status, and predicates over the result.
 //
-// An error Status made here carries the HTTP code and the Kubernetes Status reason in a fixed message
-// prefix, "[http=409 reason=Conflict] <Status.message>", so callers can recover both with HttpCode()
-// and Reason() without a richer Status type.
+// An error Status made here carries the HTTP code and the Kubernetes Status reason in a fixed
+// message prefix, "[http=409 reason=Conflict] <Status.message>", so callers can recover both with
+// HttpCode() and Reason() without a richer Status type.
 //
 //   HTTP / condition                       StatusCode            retry?
 //   connection refused/reset, TLS failure  kUnavailable          yes, with backoff
 //   timeout                                kDeadlineExceeded     yes
 //   500, 502, 503                          kUnavailable          yes
 //   504, reason Timeout/ServerTimeout      kDeadlineExceeded     yes
-//   429 TooManyRequests                    kResourceExhausted    yes (also: eviction blocked by PDB)
-//   409 reason AlreadyExists               kAlreadyExists        no
-//   409 other (stale resourceVersion)      kConflict             re-read, then retry
-//   410 Gone / reason Expired              kGone                 relist
-//   401                                    kUnauthenticated      no
-//   403                                    kPermissionDenied     no
+//   429 TooManyRequests                    kResourceExhausted    yes (also: eviction blocked by
+//   PDB) 409 reason AlreadyExists               kAlreadyExists        no 409 other (stale
+//   resourceVersion)      kConflict             re-read, then retry 410 Gone / reason Expired kGone
+//   relist 401                                    kUnauthenticated      no 403 kPermissionDenied no
 //   404                                    kNotFound             no
 //   400, 405, 406, 413, 415, 422           kInvalidArgument      no
 //   malformed JSON from the server         kInternal             no
 // Thread-safety: pure functions.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -40,7 +37,8 @@ Status TransportError(std::string_view what);
 
 // The HTTP code recorded by StatusFromHttp, or 0 if none.
 int HttpCode(const Status& s);
-// The metav1.Status reason recorded by StatusFromHttp ("Conflict", "NotFound", "Expired"...), or "".
+// The metav1.Status reason recorded by StatusFromHttp ("Conflict", "NotFound", "Expired"...), or
+// "".
 std::string Reason(const Status& s);
 
 inline bool IsNotFound(const Status& s) { return s.code() == StatusCode::kNotFound; }

@@ -7,7 +7,7 @@ namespace {
 
 std::string K8sStatus(int code, const std::string& reason, const std::string& message) {
   return nlohmann::json{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
-                        {"code", code}, {"reason", reason}, {"message", message}}
+                        {"code", code},     {"reason", reason},   {"message", message}}
       .dump();
 }
 

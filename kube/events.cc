@@ -28,9 +28,7 @@ EventRecorder::EventRecorder(Client* client, Clock* clock, EventRecorderOptions 
 EventRecorder::~EventRecorder() {
   Flush(std::chrono::seconds(1));
   thread_.request_stop();
-  {
-    std::lock_guard<std::mutex> l(mu_);
-  }
+  { std::lock_guard<std::mutex> l(mu_); }
   cv_.notify_all();
   thread_.join();
 }
@@ -104,8 +102,10 @@ void EventRecorder::Write(Pending& p) {
     if (ok) series_[p.series_key] = Series{ns, Name(*r), 1, now};
   }
   std::lock_guard<std::mutex> l(mu_);
-  if (ok) ++stats_.written;
-  else ++stats_.failed;
+  if (ok)
+    ++stats_.written;
+  else
+    ++stats_.failed;
 }
 
 void EventRecorder::Loop(std::stop_token stop) {

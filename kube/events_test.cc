@@ -10,7 +10,8 @@ namespace {
 using namespace std::chrono_literals;
 
 Json PodObj() {
-  return {{"apiVersion", "v1"}, {"kind", "Pod"},
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
           {"metadata", {{"name", "p"}, {"namespace", "ns"}, {"uid", "u1"}}}};
 }
 

@@ -11,13 +11,12 @@ namespace {
 constexpr size_t kMaxHistory = 200000;
 
 Status ApiError(int code, const std::string& reason, const std::string& message) {
-  return StatusFromApiStatus(Json{{"kind", "Status"}, {"code", code}, {"reason", reason},
-                                  {"message", message}});
+  return StatusFromApiStatus(
+      Json{{"kind", "Status"}, {"code", code}, {"reason", reason}, {"message", message}});
 }
 
 Status NotFound(const ResourceRef& r, std::string_view name) {
-  return ApiError(404, "NotFound",
-                  r.DisplayName() + " \"" + std::string(name) + "\" not found");
+  return ApiError(404, "NotFound", r.DisplayName() + " \"" + std::string(name) + "\" not found");
 }
 
 Status ConflictError(const ResourceRef& r, std::string_view name, const std::string& why) {
@@ -31,7 +30,8 @@ Status CheckScope(const ResourceRef& r, std::string_view ns, bool list) {
     return ApiError(400, "BadRequest", r.DisplayName() + " is namespaced: a namespace is required");
   }
   if (!r.namespaced && !ns.empty()) {
-    return ApiError(400, "BadRequest", r.DisplayName() + " is cluster-scoped: no namespace allowed");
+    return ApiError(400, "BadRequest",
+                    r.DisplayName() + " is cluster-scoped: no namespace allowed");
   }
   return Status::Ok();
 }
@@ -59,8 +59,8 @@ StatusOr<std::vector<FieldRequirement>> ParseFieldSelector(std::string_view sel)
   size_t start = 0;
   while (start <= sel.size()) {
     size_t comma = sel.find(',', start);
-    std::string_view part = sel.substr(start, comma == std::string_view::npos ? std::string_view::npos
-                                                                               : comma - start);
+    std::string_view part =
+        sel.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     start = comma == std::string_view::npos ? sel.size() + 1 : comma + 1;
     if (part.empty()) continue;
     FieldRequirement r;
@@ -100,16 +100,26 @@ bool MatchesFields(const Json& obj, const std::vector<FieldRequirement>& reqs) {
 
 std::string_view VerbName(Verb v) {
   switch (v) {
-    case Verb::kGet: return "get";
-    case Verb::kList: return "list";
-    case Verb::kCreate: return "create";
-    case Verb::kUpdate: return "update";
-    case Verb::kUpdateStatus: return "update-status";
-    case Verb::kPatch: return "patch";
-    case Verb::kDelete: return "delete";
-    case Verb::kWatch: return "watch";
-    case Verb::kBind: return "bind";
-    case Verb::kEvict: return "evict";
+    case Verb::kGet:
+      return "get";
+    case Verb::kList:
+      return "list";
+    case Verb::kCreate:
+      return "create";
+    case Verb::kUpdate:
+      return "update";
+    case Verb::kUpdateStatus:
+      return "update-status";
+    case Verb::kPatch:
+      return "patch";
+    case Verb::kDelete:
+      return "delete";
+    case Verb::kWatch:
+      return "watch";
+    case Verb::kBind:
+      return "bind";
+    case Verb::kEvict:
+      return "evict";
   }
   return "unknown";
 }
@@ -139,7 +149,9 @@ FakeClient::FakeClient() {
   status_resources_.insert(kNodes.DisplayName());
 }
 
-FakeClient::~FakeClient() { CloseWatches(ApiError(503, "ServiceUnavailable", "fake client destroyed")); }
+FakeClient::~FakeClient() {
+  CloseWatches(ApiError(503, "ServiceUnavailable", "fake client destroyed"));
+}
 
 Status FakeClient::CheckInjected(Verb verb, const ResourceRef& resource) {
   std::lock_guard<std::mutex> l(mu_);
@@ -250,8 +262,10 @@ StatusOr<Json> FakeClient::Create(const ResourceRef& resource, std::string_view 
   if (!Namespace(obj).empty() && Namespace(obj) != ns) {
     return ApiError(400, "BadRequest", "the namespace of the object does not match the request");
   }
-  if (resource.namespaced) meta["namespace"] = std::string(ns);
-  else meta.erase("namespace");
+  if (resource.namespaced)
+    meta["namespace"] = std::string(ns);
+  else
+    meta.erase("namespace");
   auto& objs = objects_[resource.DisplayName()];
   std::string key = MakeKey(resource.namespaced ? ns : "", name);
   if (objs.count(key)) {
@@ -296,9 +310,8 @@ StatusOr<Json> FakeClient::StoreExistingLocked(const ResourceRef& resource, cons
   meta["generation"] = gen;
   meta["resourceVersion"] = std::to_string(++rv_);
   std::string type = "MODIFIED";
-  bool gone = IsBeingDeleted(obj) &&
-              (!meta.contains("finalizers") || !meta["finalizers"].is_array() ||
-               meta["finalizers"].empty());
+  bool gone = IsBeingDeleted(obj) && (!meta.contains("finalizers") ||
+                                      !meta["finalizers"].is_array() || meta["finalizers"].empty());
   if (gone) {
     type = "DELETED";
     objs.erase(key);
@@ -312,9 +325,12 @@ StatusOr<Json> FakeClient::StoreExistingLocked(const ResourceRef& resource, cons
     bool is = w->Matches(obj);
     std::string t = type;
     if (type == "MODIFIED") {
-      if (was && !is) t = "DELETED";
-      else if (!was && is) t = "ADDED";
-      else if (!was && !is) continue;
+      if (was && !is)
+        t = "DELETED";
+      else if (!was && is)
+        t = "ADDED";
+      else if (!was && !is)
+        continue;
     } else if (!was) {
       continue;
     }
@@ -345,13 +361,17 @@ StatusOr<Json> FakeClient::WriteLocked(const ResourceRef& resource, std::string_
   Json next;
   if (status_only) {
     next = it->second;
-    if (obj.contains("status")) next["status"] = obj["status"];
-    else next.erase("status");
+    if (obj.contains("status"))
+      next["status"] = obj["status"];
+    else
+      next.erase("status");
   } else {
     next = std::move(obj);
     if (HasStatusLocked(resource)) {
-      if (it->second.contains("status")) next["status"] = it->second["status"];
-      else next.erase("status");
+      if (it->second.contains("status"))
+        next["status"] = it->second["status"];
+      else
+        next.erase("status");
     }
     if (!next.contains("apiVersion")) next["apiVersion"] = resource.ApiVersion();
     if (!next.contains("kind")) next["kind"] = resource.kind;
@@ -443,16 +463,16 @@ Status FakeClient::Delete(const ResourceRef& resource, std::string_view ns, std:
   auto it = objs.find(key);
   if (it == objs.end()) return NotFound(resource, name);
   if (options.precondition_uid && *options.precondition_uid != Uid(it->second)) {
-    return ConflictError(resource, name, "Precondition failed: UID in precondition: " +
-                                             *options.precondition_uid +
-                                             ", UID in object meta: " + Uid(it->second));
+    return ConflictError(resource, name,
+                         "Precondition failed: UID in precondition: " + *options.precondition_uid +
+                             ", UID in object meta: " + Uid(it->second));
   }
   if (options.precondition_resource_version &&
       *options.precondition_resource_version != ResourceVersion(it->second)) {
-    return ConflictError(resource, name, "Precondition failed: ResourceVersion in precondition: " +
-                                             *options.precondition_resource_version +
-                                             ", ResourceVersion in object meta: " +
-                                             ResourceVersion(it->second));
+    return ConflictError(resource, name,
+                         "Precondition failed: ResourceVersion in precondition: " +
+                             *options.precondition_resource_version +
+                             ", ResourceVersion in object meta: " + ResourceVersion(it->second));
   }
   Json obj = it->second;
   const Json& finalizers = AtPath(obj, "/metadata/finalizers");
@@ -477,8 +497,9 @@ Status FakeClient::Delete(const ResourceRef& resource, std::string_view ns, std:
   return Status::Ok();
 }
 
-Status FakeClient::Watch(const ResourceRef& resource, std::string_view ns, const WatchOptions& options,
-                         const WatchHandler& handler, std::stop_token stop) {
+Status FakeClient::Watch(const ResourceRef& resource, std::string_view ns,
+                         const WatchOptions& options, const WatchHandler& handler,
+                         std::stop_token stop) {
   Record(Verb::kWatch, resource, ns, "");
   NVL72_RETURN_IF_ERROR(CheckInjected(Verb::kWatch, resource));
   NVL72_RETURN_IF_ERROR(CheckScope(resource, ns, true));
@@ -501,7 +522,8 @@ Status FakeClient::Watch(const ResourceRef& resource, std::string_view ns, const
     try {
       from = std::stoll(options.resource_version);
     } catch (...) {
-      return ApiError(400, "BadRequest", "invalid resourceVersion \"" + options.resource_version + "\"");
+      return ApiError(400, "BadRequest",
+                      "invalid resourceVersion \"" + options.resource_version + "\"");
     }
     if (from < compacted_rv_) {
       return ApiError(410, "Expired",
@@ -516,15 +538,20 @@ Status FakeClient::Watch(const ResourceRef& resource, std::string_view ns, const
       auto prev = last.find(key);
       bool had_prev = prev != last.end();
       bool was = had_prev && w->Matches(prev->second);
-      if (ev.type == "DELETED") last.erase(key);
-      else last[key] = ev.object;
+      if (ev.type == "DELETED")
+        last.erase(key);
+      else
+        last[key] = ev.object;
       if (ev.rv <= from) continue;
       bool is = w->Matches(ev.object);
       std::string t = ev.type;
       if (t == "MODIFIED") {
-        if (was && !is) t = "DELETED";
-        else if (!was && is) t = "ADDED";
-        else if (!was && !is) continue;
+        if (was && !is)
+          t = "DELETED";
+        else if (!was && is)
+          t = "ADDED";
+        else if (!was && !is)
+          continue;
         // An object first seen in this replay with no prior state: treat as a plain modification.
         if (!had_prev && is) t = "MODIFIED";
       } else if (t == "DELETED") {
@@ -586,13 +613,14 @@ Status FakeClient::Bind(std::string_view ns, std::string_view pod, std::string_v
   if (it == objs.end()) return NotFound(kPods, pod);
   Json obj = it->second;
   if (!pod_uid.empty() && Uid(obj) != pod_uid) {
-    return ConflictError(kPods, pod, "Precondition failed: UID in precondition: " +
-                                         std::string(pod_uid));
+    return ConflictError(kPods, pod,
+                         "Precondition failed: UID in precondition: " + std::string(pod_uid));
   }
   const Json& node_name = AtPath(obj, "/spec/nodeName");
   if (node_name.is_string() && !node_name.get<std::string>().empty()) {
-    return ConflictError(kPods, pod, "pod " + std::string(pod) + " is already assigned to node \"" +
-                                         node_name.get<std::string>() + "\"");
+    return ConflictError(kPods, pod,
+                         "pod " + std::string(pod) + " is already assigned to node \"" +
+                             node_name.get<std::string>() + "\"");
   }
   if (IsBeingDeleted(obj)) return ConflictError(kPods, pod, "pod is being deleted");
   const Json& gates = AtPath(obj, "/spec/schedulingGates");
@@ -631,9 +659,13 @@ void FakeClient::ExpireWatches() {
   std::lock_guard<std::mutex> l(mu_);
   for (auto& w : watchers_) {
     w->events.push_back(Json{{"type", "ERROR"},
-                             {"object", {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
-                                         {"code", 410}, {"reason", "Expired"},
-                                         {"message", "too old resource version"}}}});
+                             {"object",
+                              {{"kind", "Status"},
+                               {"apiVersion", "v1"},
+                               {"status", "Failure"},
+                               {"code", 410},
+                               {"reason", "Expired"},
+                               {"message", "too old resource version"}}}});
     w->cv.notify_all();
   }
 }
@@ -651,8 +683,9 @@ void FakeClient::SendBookmark() {
   std::lock_guard<std::mutex> l(mu_);
   for (auto& w : watchers_) {
     if (!w->bookmarks) continue;
-    w->events.push_back(Json{{"type", "BOOKMARK"},
-                             {"object", {{"metadata", {{"resourceVersion", std::to_string(rv_)}}}}}});
+    w->events.push_back(
+        Json{{"type", "BOOKMARK"},
+             {"object", {{"metadata", {{"resourceVersion", std::to_string(rv_)}}}}}});
     w->cv.notify_all();
   }
 }

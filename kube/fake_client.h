@@ -1,7 +1,9 @@
-// FakeClient: an in-memory API server implementing Client, for unit tests of anything built on kube/.
+// FakeClient: an in-memory API server implementing Client, for unit tests of anything built on
+// kube/.
 //
 // Faithful where controllers depend on it:
-//  - one global, increasing resourceVersion; every write bumps it; uid and creationTimestamp are set
+//  - one global, increasing resourceVersion; every write bumps it; uid and creationTimestamp are
+//  set
 //    on create; metadata.generation starts at 1 and moves only when something outside
 //    status/metadata changes;
 //  - Update/UpdateStatus/Patch with a metadata.resourceVersion that is not the current one -> 409
@@ -14,7 +16,8 @@
 //  - List supports label selectors (full set-based syntax), field selectors of the form
 //    "a.b.c=value" / "a.b.c!=value" (comma-separated), limit/continue paging, and returns the
 //    current resourceVersion;
-//  - Watch fans events out to every watcher, filtered by namespace and selectors, in resourceVersion
+//  - Watch fans events out to every watcher, filtered by namespace and selectors, in
+//  resourceVersion
 //    order; it replays history after the requested resourceVersion, and answers with an ERROR 410
 //    event when that version is older than the retained history (see Compact()); bookmarks on
 //    request via SendBookmark();
@@ -22,8 +25,8 @@
 // Simplifications: strategic-merge and apply patches are applied as JSON merge patches; no
 // admission, defaulting, validation or ownerReference garbage collection.
 //
-// Test controls: InjectError() makes the next N matching calls fail; Compact() forgets history so old
-// resourceVersions get 410; ExpireWatches() ends every open watch with an ERROR 410 event;
+// Test controls: InjectError() makes the next N matching calls fail; Compact() forgets history so
+// old resourceVersions get 410; ExpireWatches() ends every open watch with an ERROR 410 event;
 // CloseWatches() ends them as a server timeout would (OK) or as a dropped connection (error).
 //
 // Thread-safety: all methods are safe to call concurrently.
@@ -44,7 +47,18 @@
 
 namespace nvl72::kube {
 
-enum class Verb { kGet, kList, kCreate, kUpdate, kUpdateStatus, kPatch, kDelete, kWatch, kBind, kEvict };
+enum class Verb {
+  kGet,
+  kList,
+  kCreate,
+  kUpdate,
+  kUpdateStatus,
+  kPatch,
+  kDelete,
+  kWatch,
+  kBind,
+  kEvict
+};
 std::string_view VerbName(Verb v);
 
 // One recorded call, for assertions in tests.
@@ -52,7 +66,7 @@ struct Action {
   Verb verb{};
   std::string resource{};  // ResourceRef::DisplayName()
   std::string ns{};
-  std::string name{};      // "" for List/Watch
+  std::string name{};  // "" for List/Watch
 };
 
 class FakeClient : public Client {
@@ -86,8 +100,8 @@ class FakeClient : public Client {
 
   // Treat `resource` as having a /status subresource (pods and nodes are by default).
   void EnableStatusSubresource(const ResourceRef& resource);
-  // The next `times` calls of `verb` on `resource` (any resource if resource.resource is empty) fail
-  // with `status` before doing anything.
+  // The next `times` calls of `verb` on `resource` (any resource if resource.resource is empty)
+  // fail with `status` before doing anything.
   void InjectError(Verb verb, const ResourceRef& resource, Status status, int times = 1);
   // Forgets watch history up to the current resourceVersion: watching from an older version gets an
   // ERROR 410 event (as after etcd compaction).
@@ -121,8 +135,7 @@ class FakeClient : public Client {
   void Record(Verb verb, const ResourceRef& resource, std::string_view ns, std::string_view name);
   StatusOr<Json> WriteLocked(const ResourceRef& resource, std::string_view ns, Json obj,
                              bool status_only);
-  StatusOr<Json> StoreExistingLocked(const ResourceRef& resource, const std::string& key,
-                                     Json obj);
+  StatusOr<Json> StoreExistingLocked(const ResourceRef& resource, const std::string& key, Json obj);
   void EmitLocked(const ResourceRef& resource, const std::string& type, const Json& obj);
   bool HasStatusLocked(const ResourceRef& resource) const;
 

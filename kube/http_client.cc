@@ -107,8 +107,8 @@ using X509Ptr = std::unique_ptr<X509, X509Deleter>;
 using PkeyPtr = std::unique_ptr<EVP_PKEY, PkeyDeleter>;
 
 StatusOr<std::vector<X509Ptr>> ParseCerts(const std::string& pem, const std::string& what) {
-  std::unique_ptr<BIO, decltype(&BIO_free)> bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())),
-                                                &BIO_free);
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(
+      BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
   std::vector<X509Ptr> certs;
   while (X509* x = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) certs.emplace_back(x);
   ERR_clear_error();  // the loop ends with a "no start line" error
@@ -155,7 +155,8 @@ struct HttpClient::Impl {
     }
     if (!rest.empty() && rest[0] == '[') {
       size_t close = rest.find(']');
-      if (close == std::string::npos) return InvalidArgumentError("server \"" + s + "\": bad IPv6 host");
+      if (close == std::string::npos)
+        return InvalidArgumentError("server \"" + s + "\": bad IPv6 host");
       host = rest.substr(1, close - 1);
       rest = rest.substr(close + 1);
       if (!rest.empty() && rest[0] == ':') port = std::atoi(rest.c_str() + 1);
@@ -168,7 +169,8 @@ struct HttpClient::Impl {
       return InvalidArgumentError("server \"" + s + "\": bad host or port");
     }
     if (!config.tls_server_name.empty() && config.tls_server_name != host) {
-      return InvalidArgumentError("tls-server-name different from the server host is not supported");
+      return InvalidArgumentError(
+          "tls-server-name different from the server host is not supported");
     }
     if (!tls) return Status::Ok();
     if (!config.insecure_skip_tls_verify) {
@@ -185,8 +187,8 @@ struct HttpClient::Impl {
     }
     bool has_cert = !config.client_cert_data.empty() || !config.client_cert_file.empty();
     if (has_cert) {
-      auto cert_pem = ReadFileOrData(config.client_cert_data, config.client_cert_file,
-                                     "client certificate");
+      auto cert_pem =
+          ReadFileOrData(config.client_cert_data, config.client_cert_file, "client certificate");
       if (!cert_pem.ok()) return cert_pem.status();
       auto key_pem = ReadFileOrData(config.client_key_data, config.client_key_file, "client key");
       if (!key_pem.ok()) return key_pem.status();
@@ -196,7 +198,8 @@ struct HttpClient::Impl {
       std::unique_ptr<BIO, decltype(&BIO_free)> bio(
           BIO_new_mem_buf(key_pem->data(), static_cast<int>(key_pem->size())), &BIO_free);
       client_key.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
-      if (!client_key) return InvalidArgumentError("client key is not a PEM private key: " + OpenSslError());
+      if (!client_key)
+        return InvalidArgumentError("client key is not a PEM private key: " + OpenSslError());
       if (X509_check_private_key(client_cert.get(), client_key.get()) != 1) {
         ERR_clear_error();
         return InvalidArgumentError("client key does not match the client certificate");
@@ -210,7 +213,8 @@ struct HttpClient::Impl {
     return Status::Ok();
   }
 
-  StatusOr<std::unique_ptr<httplib::ClientImpl>> NewConnection(std::chrono::milliseconds read_timeout) {
+  StatusOr<std::unique_ptr<httplib::ClientImpl>> NewConnection(
+      std::chrono::milliseconds read_timeout) {
     std::unique_ptr<httplib::ClientImpl> cli;
     if (tls) {
       auto ssl = std::make_unique<httplib::SSLClient>(host, port);
@@ -350,8 +354,8 @@ HttpClient::HttpClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 HttpClient::~HttpClient() = default;
 
 StatusOr<std::unique_ptr<HttpClient>> HttpClient::Create(const Config& config) {
-  // OpenSSL writes with write(2): a peer that closed (or a watch we cancelled by shutting the socket
-  // down) would otherwise kill the process with SIGPIPE instead of failing the call.
+  // OpenSSL writes with write(2): a peer that closed (or a watch we cancelled by shutting the
+  // socket down) would otherwise kill the process with SIGPIPE instead of failing the call.
   static std::once_flag ignore_sigpipe;
   std::call_once(ignore_sigpipe, [] { std::signal(SIGPIPE, SIG_IGN); });
   auto impl = std::make_unique<Impl>();
@@ -361,8 +365,8 @@ StatusOr<std::unique_ptr<HttpClient>> HttpClient::Create(const Config& config) {
   return std::unique_ptr<HttpClient>(new HttpClient(std::move(impl)));
 }
 
-StatusOr<Json> HttpClient::Request(std::string_view method, const std::string& path, const Json* body,
-                                   std::string_view content_type) {
+StatusOr<Json> HttpClient::Request(std::string_view method, const std::string& path,
+                                   const Json* body, std::string_view content_type) {
   if (body == nullptr) return impl_->Do(method, path, nullptr, content_type);
   std::string text = body->dump();
   return impl_->Do(method, path, &text, content_type);
@@ -426,8 +430,10 @@ StatusOr<Json> HttpClient::Create(const ResourceRef& resource, std::string_view 
   NVL72_RETURN_IF_ERROR(CheckScope(resource, ns, false));
   if (!obj.is_object()) return InvalidArgumentError("Create: object is not a JSON object");
   Json body = WithTypeMeta(resource, obj);
-  return Request("POST", resource.CollectionPath(ns) + Query().Add("fieldManager", options.field_manager).str(),
-                 &body);
+  return Request(
+      "POST",
+      resource.CollectionPath(ns) + Query().Add("fieldManager", options.field_manager).str(),
+      &body);
 }
 
 StatusOr<Json> HttpClient::Update(const ResourceRef& resource, std::string_view ns, const Json& obj,
@@ -436,9 +442,10 @@ StatusOr<Json> HttpClient::Update(const ResourceRef& resource, std::string_view 
   std::string name = Name(obj);
   if (name.empty()) return InvalidArgumentError("Update: object has no metadata.name");
   Json body = WithTypeMeta(resource, obj);
-  return Request("PUT", resource.ObjectPath(ns, name) +
-                            Query().Add("fieldManager", options.field_manager).str(),
-                 &body);
+  return Request(
+      "PUT",
+      resource.ObjectPath(ns, name) + Query().Add("fieldManager", options.field_manager).str(),
+      &body);
 }
 
 StatusOr<Json> HttpClient::UpdateStatus(const ResourceRef& resource, std::string_view ns,
@@ -447,8 +454,9 @@ StatusOr<Json> HttpClient::UpdateStatus(const ResourceRef& resource, std::string
   std::string name = Name(obj);
   if (name.empty()) return InvalidArgumentError("UpdateStatus: object has no metadata.name");
   Json body = WithTypeMeta(resource, obj);
-  return Request("PUT", resource.ObjectPath(ns, name, "status") +
-                            Query().Add("fieldManager", options.field_manager).str(),
+  return Request("PUT",
+                 resource.ObjectPath(ns, name, "status") +
+                     Query().Add("fieldManager", options.field_manager).str(),
                  &body);
 }
 
@@ -460,12 +468,17 @@ StatusOr<Json> HttpClient::Patch(const ResourceRef& resource, std::string_view n
   std::string_view content_type;
   Query q;
   switch (type) {
-    case PatchType::kMerge: content_type = "application/merge-patch+json"; break;
+    case PatchType::kMerge:
+      content_type = "application/merge-patch+json";
+      break;
     case PatchType::kJson:
-      if (!patch.is_array()) return InvalidArgumentError("JSON patch must be an array of operations");
+      if (!patch.is_array())
+        return InvalidArgumentError("JSON patch must be an array of operations");
       content_type = "application/json-patch+json";
       break;
-    case PatchType::kStrategicMerge: content_type = "application/strategic-merge-patch+json"; break;
+    case PatchType::kStrategicMerge:
+      content_type = "application/strategic-merge-patch+json";
+      break;
     case PatchType::kApply:
       if (options.field_manager.empty()) {
         return InvalidArgumentError("server-side apply needs PatchOptions.field_manager");
@@ -476,7 +489,8 @@ StatusOr<Json> HttpClient::Patch(const ResourceRef& resource, std::string_view n
   }
   q.Add("fieldManager", options.field_manager);
   Json body = type == PatchType::kApply ? WithTypeMeta(resource, patch) : patch;
-  return Request("PATCH", resource.ObjectPath(ns, name, subresource) + q.str(), &body, content_type);
+  return Request("PATCH", resource.ObjectPath(ns, name, subresource) + q.str(), &body,
+                 content_type);
 }
 
 Status HttpClient::Delete(const ResourceRef& resource, std::string_view ns, std::string_view name,
@@ -489,7 +503,8 @@ Status HttpClient::Delete(const ResourceRef& resource, std::string_view ns, std:
 
 Status HttpClient::Bind(std::string_view ns, std::string_view pod, std::string_view pod_uid,
                         std::string_view node) {
-  if (ns.empty() || pod.empty() || node.empty()) return InvalidArgumentError("Bind: empty ns/pod/node");
+  if (ns.empty() || pod.empty() || node.empty())
+    return InvalidArgumentError("Bind: empty ns/pod/node");
   Json body = {{"apiVersion", "v1"},
                {"kind", "Binding"},
                {"metadata", {{"name", pod}, {"namespace", ns}}},
@@ -507,8 +522,9 @@ Status HttpClient::Evict(std::string_view ns, std::string_view pod, const Delete
   return Request("POST", kPods.ObjectPath(ns, pod, "eviction"), &body).status();
 }
 
-Status HttpClient::Watch(const ResourceRef& resource, std::string_view ns, const WatchOptions& options,
-                         const WatchHandler& handler, std::stop_token stop) {
+Status HttpClient::Watch(const ResourceRef& resource, std::string_view ns,
+                         const WatchOptions& options, const WatchHandler& handler,
+                         std::stop_token stop) {
   NVL72_RETURN_IF_ERROR(CheckScope(resource, ns, true));
   int timeout = options.timeout_seconds;
   if (timeout <= 0) {
@@ -537,7 +553,7 @@ Status HttpClient::Watch(const ResourceRef& resource, std::string_view ns, const
   int http_status = 0;
   std::string error_body;
   JsonStreamDecoder decoder;
-  Status stream_status;       // decoder error or an ERROR event
+  Status stream_status;  // decoder error or an ERROR event
   bool handler_stopped = false;
 
   auto result = cli->Get(

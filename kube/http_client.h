@@ -55,7 +55,8 @@ class HttpClient : public Client {
 
   // Raw request for anything the verbs do not cover (e.g. "/version", "/apis"). `path` includes the
   // query string. Returns the decoded JSON body of a 2xx response.
-  StatusOr<Json> Request(std::string_view method, const std::string& path, const Json* body = nullptr,
+  StatusOr<Json> Request(std::string_view method, const std::string& path,
+                         const Json* body = nullptr,
                          std::string_view content_type = "application/json");
 
  private:

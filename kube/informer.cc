@@ -43,9 +43,7 @@ void Informer::Stop() {
   for (std::jthread* t : {&thread_, &resync_thread_}) {
     if (!t->joinable()) continue;
     t->request_stop();
-    {
-      std::lock_guard<std::mutex> l(sleep_mu_);
-    }
+    { std::lock_guard<std::mutex> l(sleep_mu_); }
     sleep_cv_.notify_all();
     t->join();
   }
@@ -243,8 +241,10 @@ Status Informer::WatchOnce(std::stop_token stop, int64_t* events) {
           std::lock_guard<std::mutex> l(mu_);
           auto it = items_.find(key);
           if (it != items_.end()) old = it->second;
-          if (ev.type == WatchEventType::kDeleted) RemoveLocked(key);
-          else StoreLocked(key, obj);
+          if (ev.type == WatchEventType::kDeleted)
+            RemoveLocked(key);
+          else
+            StoreLocked(key, obj);
           if (!rv.empty()) resource_version_ = rv;
           ++stats_.events;
         }

@@ -9,15 +9,16 @@
 //    exponential backoff (initial_backoff .. max_backoff, jittered), also resuming from the last
 //    resourceVersion. A 410 Gone (HTTP or ERROR event) relists and replaces the cache; the
 //    differences between the old cache and the new list are delivered as Add/Update/Delete.
-//  - HasSynced() becomes true after the first complete list has been stored and its handlers called.
+//  - HasSynced() becomes true after the first complete list has been stored and its handlers
+//  called.
 //  - Every resync_period (if > 0) OnUpdate(obj, obj) is delivered for every cached object.
 //  - Objects in the cache are shared_ptr<const Json>: never modify them; copy first.
 //
-// Handlers run on the informer thread, one at a time, without the cache lock held (they may read the
-// cache). A slow handler delays the cache: handlers should just enqueue keys into a WorkQueue.
+// Handlers run on the informer thread, one at a time, without the cache lock held (they may read
+// the cache). A slow handler delays the cache: handlers should just enqueue keys into a WorkQueue.
 //
-// Thread-safety: AddIndexer/AddEventHandler REQUIRE: before Start(). Everything else is safe from any
-// thread. Stop() (or the destructor) joins the thread; do not call it from a handler.
+// Thread-safety: AddIndexer/AddEventHandler REQUIRE: before Start(). Everything else is safe from
+// any thread. Stop() (or the destructor) joins the thread; do not call it from a handler.
 #pragma once
 
 #include <atomic>

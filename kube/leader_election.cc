@@ -8,11 +8,14 @@ Status ValidateLeaderElectionConfig(const LeaderElectionConfig& c) {
   auto bad = [](const std::string& m) {
     return Status(StatusCode::kInvalidArgument, "leader election: " + m);
   };
-  if (c.lease_namespace.empty() || c.lease_name.empty()) return bad("lease namespace and name are required");
+  if (c.lease_namespace.empty() || c.lease_name.empty())
+    return bad("lease namespace and name are required");
   if (c.identity.empty()) return bad("identity is required");
   if (c.retry_period.count() <= 0) return bad("retry_period must be > 0");
-  if (c.lease_duration <= c.renew_deadline) return bad("lease_duration must be greater than renew_deadline");
-  if (c.renew_deadline.count() <= static_cast<int64_t>(1.2 * static_cast<double>(c.retry_period.count()))) {
+  if (c.lease_duration <= c.renew_deadline)
+    return bad("lease_duration must be greater than renew_deadline");
+  if (c.renew_deadline.count() <=
+      static_cast<int64_t>(1.2 * static_cast<double>(c.retry_period.count()))) {
     return bad("renew_deadline must be greater than retry_period * 1.2");
   }
   return Status::Ok();
@@ -146,7 +149,8 @@ Status LeaderElector::Run(std::stop_token stop) {
   // Campaign.
   while (!TryAcquireOrRenew()) {
     auto wait = std::chrono::duration_cast<Clock::Duration>(config_.retry_period * jitter(rng));
-    if (!SleepUnlessStopped(wait, stop)) return Status(StatusCode::kCancelled, "leader election stopped");
+    if (!SleepUnlessStopped(wait, stop))
+      return Status(StatusCode::kCancelled, "leader election stopped");
   }
   if (stop.stop_requested()) {
     Release().IgnoreError();

@@ -1,12 +1,12 @@
 // LeaderElector: leader election on a coordination.k8s.io/v1 Lease (client-go leaderelection).
 //
 // Protocol: a candidate reads the Lease; it may take it when the lease is free (no holder), held by
-// itself, or expired: the candidate has not seen the lease record change for leaseDurationSeconds of
-// its OWN monotonic clock (like client-go: no comparison of wall clocks across machines). Writes use
-// the read resourceVersion, so two candidates racing for it cannot both win (409 for the loser).
-// The leader renews every retry_period; if it cannot renew for renew_deadline it steps down. On
-// Stop (or stop_token) the leader releases the lease (empty holder, leaseDurationSeconds 1) so a
-// successor does not wait for expiry.
+// itself, or expired: the candidate has not seen the lease record change for leaseDurationSeconds
+// of its OWN monotonic clock (like client-go: no comparison of wall clocks across machines). Writes
+// use the read resourceVersion, so two candidates racing for it cannot both win (409 for the
+// loser). The leader renews every retry_period; if it cannot renew for renew_deadline it steps
+// down. On Stop (or stop_token) the leader releases the lease (empty holder, leaseDurationSeconds
+// 1) so a successor does not wait for expiry.
 //
 // Timestamps written: acquireTime/renewTime as MicroTime "2006-01-02T15:04:05.000000Z".
 //
@@ -18,8 +18,8 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <stop_token>
@@ -40,7 +40,8 @@ struct LeaderElectionConfig {
   bool release_on_cancel = true;
   std::function<void()> on_started_leading;
   std::function<void()> on_stopped_leading;
-  std::function<void(const std::string& identity)> on_new_leader;  // optional; observed holder change
+  std::function<void(const std::string& identity)>
+      on_new_leader;  // optional; observed holder change
 };
 
 // REQUIRES of a valid config: names and identity non-empty; lease_duration > renew_deadline >
@@ -77,8 +78,8 @@ class LeaderElector {
   std::atomic<bool> is_leader_{false};
 
   mutable std::mutex mu_;
-  Json observed_record_;        // spec of the Lease as last read/written
-  std::string observed_rv_;     // its resourceVersion
+  Json observed_record_;     // spec of the Lease as last read/written
+  std::string observed_rv_;  // its resourceVersion
   bool have_observed_ = false;
   Clock::TimePoint observed_time_{};
   std::string leader_identity_;

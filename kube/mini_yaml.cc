@@ -15,8 +15,7 @@ struct Line {
 };
 
 Status Error(int line, const std::string& what) {
-  return Status(StatusCode::kInvalidArgument,
-                "yaml line " + std::to_string(line) + ": " + what);
+  return Status(StatusCode::kInvalidArgument, "yaml line " + std::to_string(line) + ": " + what);
 }
 
 // Removes a comment ('#' at line start or after whitespace, outside quotes).
@@ -26,7 +25,10 @@ std::string StripComment(const std::string& s) {
     char c = s[i];
     if (quote) {
       if (c == quote) {
-        if (quote == '\'' && i + 1 < s.size() && s[i + 1] == '\'') { ++i; continue; }
+        if (quote == '\'' && i + 1 < s.size() && s[i + 1] == '\'') {
+          ++i;
+          continue;
+        }
         quote = 0;
       } else if (quote == '"' && c == '\\') {
         ++i;
@@ -124,7 +126,8 @@ StatusOr<json> ParseScalar(const std::string& raw, int line) {
         start = i + 1;
         if (item.empty()) continue;
         size_t colon = FindKeyColon(item);
-        if (colon == std::string::npos) return Error(line, "expected \"key: value\" in flow mapping");
+        if (colon == std::string::npos)
+          return Error(line, "expected \"key: value\" in flow mapping");
         auto key = ParseScalar(item.substr(0, colon), line);
         auto value = ParseScalar(item.substr(colon + 1), line);
         if (!key.ok()) return key;
@@ -134,8 +137,10 @@ StatusOr<json> ParseScalar(const std::string& raw, int line) {
     }
     return obj;
   }
-  if (s[0] == '&' || s[0] == '*' || s[0] == '!') return Error(line, "anchors, aliases and tags are not supported");
-  if (s == "|" || s == ">" || s[0] == '|' || s[0] == '>') return Error(line, "block scalars are not supported");
+  if (s[0] == '&' || s[0] == '*' || s[0] == '!')
+    return Error(line, "anchors, aliases and tags are not supported");
+  if (s == "|" || s == ">" || s[0] == '|' || s[0] == '>')
+    return Error(line, "block scalars are not supported");
   if (s == "true" || s == "True" || s == "TRUE") return json(true);
   if (s == "false" || s == "False" || s == "FALSE") return json(false);
   if (s == "null" || s == "~" || s == "Null" || s == "NULL") return json(nullptr);
@@ -266,7 +271,8 @@ StatusOr<nlohmann::json> ParseMiniYaml(const std::string& text) {
     size_t ind = content.find_first_not_of(' ');
     if (ind == std::string::npos) continue;
     if (content == "---") {
-      if (seen_doc_start || !lines.empty()) return Error(number, "multiple documents are not supported");
+      if (seen_doc_start || !lines.empty())
+        return Error(number, "multiple documents are not supported");
       seen_doc_start = true;
       continue;
     }

@@ -10,9 +10,8 @@
 // Thread-safety: pure function.
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "common/status.h"
 

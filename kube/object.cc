@@ -93,7 +93,9 @@ bool IsBeingDeleted(const Json& obj) {
   return it != m.end() && !it->is_null();
 }
 
-std::map<std::string, std::string> Labels(const Json& obj) { return StringMap(Meta(obj), "labels"); }
+std::map<std::string, std::string> Labels(const Json& obj) {
+  return StringMap(Meta(obj), "labels");
+}
 std::map<std::string, std::string> Annotations(const Json& obj) {
   return StringMap(Meta(obj), "annotations");
 }
@@ -105,13 +107,14 @@ const Json& AtPath(const Json& obj, std::string_view json_pointer) {
   if (json_pointer[0] != '/') return Null();
   while (pos < json_pointer.size()) {
     size_t next = json_pointer.find('/', pos + 1);
-    std::string token(json_pointer.substr(pos + 1, next == std::string_view::npos
-                                                       ? std::string_view::npos
-                                                       : next - pos - 1));
+    std::string token(json_pointer.substr(
+        pos + 1, next == std::string_view::npos ? std::string_view::npos : next - pos - 1));
     // RFC 6901 unescaping.
     for (size_t i = 0; (i = token.find('~', i)) != std::string::npos; ++i) {
-      if (i + 1 < token.size() && token[i + 1] == '1') token.replace(i, 2, "/");
-      else if (i + 1 < token.size() && token[i + 1] == '0') token.replace(i, 2, "~");
+      if (i + 1 < token.size() && token[i + 1] == '1')
+        token.replace(i, 2, "/");
+      else if (i + 1 < token.size() && token[i + 1] == '0')
+        token.replace(i, 2, "~");
     }
     if (cur->is_object()) {
       auto it = cur->find(token);
@@ -154,7 +157,8 @@ StatusOr<bool> MatchesLabelSelector(const Json& obj, std::string_view selector) 
   // Validate every requirement even after a mismatch: a malformed selector is always an error.
   bool matched = true;
   for (std::string_view req : SplitRequirements(selector)) {
-    if (req.empty()) return Status(StatusCode::kInvalidArgument, "empty requirement in label selector");
+    if (req.empty())
+      return Status(StatusCode::kInvalidArgument, "empty requirement in label selector");
     auto bad = [&] {
       return Status(StatusCode::kInvalidArgument,
                     "malformed label selector requirement \"" + std::string(req) + "\"");
@@ -186,13 +190,19 @@ StatusOr<bool> MatchesLabelSelector(const Json& obj, std::string_view selector) 
     if (req[0] == '!') {
       std::string_view key = Trim(req.substr(1));
       if (!ValidLabelToken(key)) return bad();
-      if (labels.count(std::string(key))) { matched = false; continue; }
+      if (labels.count(std::string(key))) {
+        matched = false;
+        continue;
+      }
       continue;
     }
     size_t op_pos = req.find_first_of("!=");
     if (op_pos == std::string_view::npos) {
       if (!ValidLabelToken(req)) return bad();
-      if (!labels.count(std::string(req))) { matched = false; continue; }
+      if (!labels.count(std::string(req))) {
+        matched = false;
+        continue;
+      }
       continue;
     }
     std::string_view key = Trim(req.substr(0, op_pos));
@@ -228,7 +238,8 @@ std::string FormatWithFraction(std::chrono::system_clock::time_point t, bool mic
   char buf[64];
   if (micro) {
     std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900,
-                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(us));
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                  static_cast<int>(us));
   } else {
     std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900,
                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
@@ -240,11 +251,14 @@ std::string FormatWithFraction(std::chrono::system_clock::time_point t, bool mic
 std::string FormatMicroTime(std::chrono::system_clock::time_point t) {
   return FormatWithFraction(t, true);
 }
-std::string FormatTime(std::chrono::system_clock::time_point t) { return FormatWithFraction(t, false); }
+std::string FormatTime(std::chrono::system_clock::time_point t) {
+  return FormatWithFraction(t, false);
+}
 
 StatusOr<std::chrono::system_clock::time_point> ParseTime(std::string_view s) {
   auto bad = [&] {
-    return Status(StatusCode::kInvalidArgument, "malformed RFC 3339 time \"" + std::string(s) + "\"");
+    return Status(StatusCode::kInvalidArgument,
+                  "malformed RFC 3339 time \"" + std::string(s) + "\"");
   };
   int y, mo, d, h, mi, sec;
   int n = 0;

@@ -49,9 +49,8 @@ const ResourceRef kNamespaces{"", "v1", "namespaces", "Namespace", false};
 const ResourceRef kCoreEvents{"", "v1", "events", "Event", true};
 const ResourceRef kEvents{"events.k8s.io", "v1", "events", "Event", true};
 const ResourceRef kLeases{"coordination.k8s.io", "v1", "leases", "Lease", true};
-const ResourceRef kCustomResourceDefinitions{"apiextensions.k8s.io", "v1",
-                                             "customresourcedefinitions",
-                                             "CustomResourceDefinition", false};
+const ResourceRef kCustomResourceDefinitions{
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", false};
 const ResourceRef kPriorityClasses{"scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass",
                                    false};
 

@@ -1,6 +1,6 @@
 // ResourceRef: which REST collection a call addresses (group/version/resource + scope), and the
-// URL paths derived from it. Constants for the built-in resources the project uses; a CRD resource is
-// described the same way, e.g.
+// URL paths derived from it. Constants for the built-in resources the project uses; a CRD resource
+// is described the same way, e.g.
 //   const ResourceRef kNvl72Jobs = ResourceRef::Custom("nvl72.dev", "v1alpha1", "nvl72jobs",
 //                                                      "NVL72Job", /*namespaced=*/true);
 // Thread-safety: values.
@@ -44,16 +44,16 @@ struct ResourceRef {
 };
 
 // Built-in resources.
-extern const ResourceRef kPods;             // v1 pods (namespaced)
-extern const ResourceRef kNodes;            // v1 nodes (cluster)
-extern const ResourceRef kServices;         // v1 services
-extern const ResourceRef kConfigMaps;       // v1 configmaps
-extern const ResourceRef kSecrets;          // v1 secrets
-extern const ResourceRef kNamespaces;       // v1 namespaces (cluster)
-extern const ResourceRef kCoreEvents;       // v1 events (legacy)
-extern const ResourceRef kEvents;           // events.k8s.io/v1 events
-extern const ResourceRef kLeases;           // coordination.k8s.io/v1 leases
+extern const ResourceRef kPods;                       // v1 pods (namespaced)
+extern const ResourceRef kNodes;                      // v1 nodes (cluster)
+extern const ResourceRef kServices;                   // v1 services
+extern const ResourceRef kConfigMaps;                 // v1 configmaps
+extern const ResourceRef kSecrets;                    // v1 secrets
+extern const ResourceRef kNamespaces;                 // v1 namespaces (cluster)
+extern const ResourceRef kCoreEvents;                 // v1 events (legacy)
+extern const ResourceRef kEvents;                     // events.k8s.io/v1 events
+extern const ResourceRef kLeases;                     // coordination.k8s.io/v1 leases
 extern const ResourceRef kCustomResourceDefinitions;  // apiextensions.k8s.io/v1 (cluster)
-extern const ResourceRef kPriorityClasses;  // scheduling.k8s.io/v1 (cluster)
+extern const ResourceRef kPriorityClasses;            // scheduling.k8s.io/v1 (cluster)
 
 }  // namespace nvl72::kube

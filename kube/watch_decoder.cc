@@ -51,10 +51,19 @@ Status JsonStreamDecoder::Feed(std::string_view chunk,
       continue;
     }
     switch (c) {
-      case '"': in_string_ = true; break;
-      case '{': case '[': ++depth_; break;
-      case '}': case ']': --depth_; break;
-      default: break;
+      case '"':
+        in_string_ = true;
+        break;
+      case '{':
+      case '[':
+        ++depth_;
+        break;
+      case '}':
+      case ']':
+        --depth_;
+        break;
+      default:
+        break;
     }
     ++scan_pos_;
     if (depth_ == 0) {
@@ -97,11 +106,16 @@ StatusOr<WatchEvent> ParseWatchEvent(nlohmann::json&& value) {
   }
   if (type == "ERROR") return StatusFromApiStatus(*obj_it);
   WatchEvent ev;
-  if (type == "ADDED") ev.type = WatchEventType::kAdded;
-  else if (type == "MODIFIED") ev.type = WatchEventType::kModified;
-  else if (type == "DELETED") ev.type = WatchEventType::kDeleted;
-  else if (type == "BOOKMARK") ev.type = WatchEventType::kBookmark;
-  else return Status(StatusCode::kInternal, "unknown watch event type \"" + type + "\"");
+  if (type == "ADDED")
+    ev.type = WatchEventType::kAdded;
+  else if (type == "MODIFIED")
+    ev.type = WatchEventType::kModified;
+  else if (type == "DELETED")
+    ev.type = WatchEventType::kDeleted;
+  else if (type == "BOOKMARK")
+    ev.type = WatchEventType::kBookmark;
+  else
+    return Status(StatusCode::kInternal, "unknown watch event type \"" + type + "\"");
   ev.object = std::move(*obj_it);
   return ev;
 }

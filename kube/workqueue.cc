@@ -41,7 +41,8 @@ Clock::Duration TokenBucketRateLimiter::When(const std::string&) {
   // Reserve a token; a negative balance is the queue of reservations ahead of us.
   tokens_ -= 1.0;
   if (tokens_ >= 0) return Clock::Duration::zero();
-  return std::chrono::duration_cast<Clock::Duration>(std::chrono::duration<double>(-tokens_ / qps_));
+  return std::chrono::duration_cast<Clock::Duration>(
+      std::chrono::duration<double>(-tokens_ / qps_));
 }
 
 MaxOfRateLimiter::MaxOfRateLimiter(std::vector<std::unique_ptr<RateLimiter>> limiters)
@@ -129,7 +130,9 @@ void WorkQueue::PromoteDueLocked() {
 
 std::optional<std::string> WorkQueue::Get() { return GetImpl(std::nullopt); }
 
-std::optional<std::string> WorkQueue::GetUntil(Clock::TimePoint deadline) { return GetImpl(deadline); }
+std::optional<std::string> WorkQueue::GetUntil(Clock::TimePoint deadline) {
+  return GetImpl(deadline);
+}
 
 std::optional<std::string> WorkQueue::GetImpl(std::optional<Clock::TimePoint> deadline) {
   std::unique_lock<std::mutex> l(mu_);
@@ -146,8 +149,8 @@ std::optional<std::string> WorkQueue::GetImpl(std::optional<Clock::TimePoint> de
     // Bounded waits: time_point::max() overflows some condition-variable implementations.
     wake = std::min(wake, clock_->Now() + std::chrono::hours(1));
     size_t waiting_before = waiting_order_.size();
-    Clock::TimePoint first_before = waiting_order_.empty() ? Clock::TimePoint::max()
-                                                           : waiting_order_.begin()->first;
+    Clock::TimePoint first_before =
+        waiting_order_.empty() ? Clock::TimePoint::max() : waiting_order_.begin()->first;
     clock_->WaitUntil(cv_, l, wake, [&] {
       return shutting_down_ || !queue_.empty() || waiting_order_.size() != waiting_before ||
              (!waiting_order_.empty() && waiting_order_.begin()->first != first_before);

@@ -2,11 +2,13 @@
 //
 // Semantics (same as k8s.io/client-go/util/workqueue):
 //  - Dedup: a key added several times before a worker Get()s it is handed out once.
-//  - A key is never handed to two workers at once. Adding a key while it is being processed marks it
+//  - A key is never handed to two workers at once. Adding a key while it is being processed marks
+//  it
 //    dirty; it is queued again when the worker calls Done().
 //  - AddAfter(key, d) adds the key after d of the injected Clock; AddRateLimited(key) waits
 //    RateLimiter::When(key). Forget(key) clears the key's failure history (call after success).
-//  - ShutDown(): Get() returns nullopt once shut down (items still queued are dropped); later Add()s
+//  - ShutDown(): Get() returns nullopt once shut down (items still queued are dropped); later
+//  Add()s
 //    are ignored. Workers must still call Done() for keys they hold.
 //
 // Typical worker loop:
