@@ -160,6 +160,7 @@ void BM_HttpFilterPrioritizeRoundTrip(benchmark::State& state) {
   }
   httplib::Client cli("127.0.0.1", server.port());
   cli.set_keep_alive(true);
+  cli.set_tcp_nodelay(true);  // as Go's net/http does; without it delayed ACKs add ~40 ms per call
   std::vector<double> filter_us, both_us;
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks of nvl72-extender; prints a markdown section for docs/benchmarks.md.
 #
-#   bench/extender_bench.sh [--build DIR] [--scheduler] [--racks 56] [--pods 2000]
+#   bench/extender_bench.sh [--build DIR] [--scheduler | --scheduler-only] [--racks 56] [--pods 2000]
+#                           [--extender PATH/TO/nvl72-extender]
 #
 # Always: bench/extender_bench.cc (Google Benchmark): server-side filter + prioritize handling at
 # 1,000 / 5,000 nodes (nodeCacheCapable, one 1-GPU pod, all node names), the HTTP round trip over one
@@ -12,20 +13,24 @@
 # the scheduler is stopped; throughput = pods / (last - first PodScheduled time).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$root/build/ext scheduler=0 racks=56 pods=2000
+build=$root/build/ext scheduler=0 micro=1 racks=56 pods=2000 extender=
 while (($#)); do
   case $1 in
     --build) build=$2; shift 2 ;;
     --scheduler) scheduler=1; shift ;;
+    --scheduler-only) scheduler=1 micro=0; shift ;;
+    --extender) extender=$2; shift 2 ;;
     --racks) racks=$2; shift 2 ;;
     --pods) pods=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
-bench=$build/bench/extender_bench
-[[ -x $bench ]] || { echo "build $bench first (ninja -C $build extender_bench)" >&2; exit 1; }
+extender=${extender:-$build/scheduler-plugin/nvl72-extender}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
+if ((micro)); then
+bench=$build/bench/extender_bench
+[[ -x $bench ]] || { echo "build $bench first (ninja -C $build extender_bench)" >&2; exit 1; }
 "$bench" --benchmark_format=json --benchmark_min_time=2 >"$out" 2>/dev/null
 
 echo "## scheduler extender"
@@ -53,6 +58,7 @@ for b in data["benchmarks"]:
     p99 = f"{b['p99_us']:.0f}" if "p99_us" in b else "-"
     print(f"| {name} | {arg} | {p50} | {p99} | {mean:.0f} | {' '.join(notes)} |")
 PY
+fi
 
 ((scheduler)) || exit 0
 
@@ -110,7 +116,7 @@ kubectl delete pods -n bench -l app=plain --wait=false >/dev/null
 until [[ $(kubectl get pods -n bench -l app=plain --no-headers 2>/dev/null | wc -l) == 0 ]]; do sleep 1; done
 
 ext_port=$(free_port)
-"$build/scheduler-plugin/nvl72-extender" --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$ext_port" \
+"$extender" --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$ext_port" \
   >"$state/extender.log" 2>&1 &
 ext_pid=$!
 until curl -sf "http://127.0.0.1:$ext_port/readyz" >/dev/null; do sleep 0.5; done

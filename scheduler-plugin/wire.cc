@@ -1,5 +1,7 @@
 #include "scheduler-plugin/wire.h"
 
+#include "kube/object.h"
+
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -57,199 +59,197 @@ int EffectiveGpus(const std::vector<ContainerGpu>& containers,
 }
 
 // ---------------------------------------------------------------------------------------------
-// SAX handler for ExtenderArgs. Tracks the path of keys from the root; array elements are "[]".
-// The top-level key is matched ignoring case; the pod's own fields use their exact json tags.
+// A minimal, validating JSON scanner for the top level of ExtenderArgs. The filter/prioritize body is
+// mostly NodeNames (5,000 short strings at scale): those are read straight into strings; the Pod and
+// the full-mode Nodes are small or rare and go through nlohmann's DOM; anything else is skipped
+// (still validated).
 
-class ArgsSax : public nlohmann::json_sax<Json> {
+class Scanner {
  public:
-  ArgsSax(ExtenderArgs* out, std::string_view gpu_resource)
-      : out_(out), gpu_resource_(gpu_resource) {}
+  explicit Scanner(std::string_view s) : p_(s.data()), begin_(s.data()), end_(s.data() + s.size()) {}
 
-  const std::string& error() const { return error_; }
-  bool saw_pod() const { return saw_pod_; }
-
-  void Finish() {
-    out_->pod.gpus = EffectiveGpus(containers_, init_containers_);
+  void Ws() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
   }
-
-  bool null() override { return Scalar(Kind::kNull, {}, 0); }
-  bool boolean(bool) override { return Scalar(Kind::kOther, {}, 0); }
-  bool number_integer(number_integer_t v) override { return Scalar(Kind::kNumber, {}, v); }
-  bool number_unsigned(number_unsigned_t v) override {
-    return Scalar(Kind::kNumber, {}, static_cast<int64_t>(std::min<number_unsigned_t>(v, 1u << 30)));
-  }
-  bool number_float(number_float_t v, const string_t&) override {
-    if (v < 0 || v != static_cast<double>(static_cast<int64_t>(v))) return Scalar(Kind::kBadNumber, {}, 0);
-    return Scalar(Kind::kNumber, {}, static_cast<int64_t>(v));
-  }
-  bool string(string_t& v) override { return Scalar(Kind::kString, v, 0); }
-  bool binary(binary_t&) override { return Scalar(Kind::kOther, {}, 0); }
-
-  bool start_object(std::size_t) override {
-    if (depth_ == 0) {
-      root_seen_ = true;
-    } else {
-      if (!CheckContainerType(/*is_object=*/true)) return false;
-      if (InPod() && depth_ == 4 && Is(2, "spec") && IsArrayElem(4)) {
-        // A container object starts: [pod, spec, containers|initContainers, []].
-        if (Is(3, "containers")) containers_.emplace_back();
-        if (Is(3, "initContainers")) init_containers_.emplace_back();
-      }
-      if (depth_ == 1 && top_ == Top::kPod) saw_pod_ = true;
-      if (depth_ == 1 && top_ == Top::kNodes) out_->has_nodes = true;
+  bool Eat(char c) {
+    Ws();
+    if (p_ < end_ && *p_ == c) {
+      ++p_;
+      return true;
     }
-    Push(false);
-    return true;
-  }
-  bool key(string_t& k) override {
-    Frame& f = stack_.back();
-    f.key = k;
-    if (depth_ == 1) {
-      if (EqualsIgnoreCase(k, "pod")) {
-        top_ = Top::kPod;
-      } else if (EqualsIgnoreCase(k, "nodenames")) {
-        top_ = Top::kNodeNames;
-      } else if (EqualsIgnoreCase(k, "nodes")) {
-        top_ = Top::kNodes;
-      } else {
-        top_ = Top::kOther;
-      }
-    }
-    return true;
-  }
-  bool end_object() override {
-    Pop();
-    return true;
-  }
-  bool start_array(std::size_t) override {
-    if (depth_ == 0) return Fail("request body must be a JSON object");
-    if (!CheckContainerType(/*is_object=*/false)) return false;
-    if (depth_ == 1 && top_ == Top::kNodeNames) out_->node_cache_capable = true;
-    Push(true);
-    return true;
-  }
-  bool end_array() override {
-    Pop();
-    return true;
-  }
-  bool parse_error(std::size_t position, const std::string&,
-                   const nlohmann::detail::exception& ex) override {
-    if (error_.empty()) error_ = "malformed JSON at byte " + std::to_string(position) + ": " + ex.what();
     return false;
+  }
+  bool Peek(char c) {
+    Ws();
+    return p_ < end_ && *p_ == c;
+  }
+  bool AtEnd() {
+    Ws();
+    return p_ == end_;
+  }
+  const char* pos() const { return p_; }
+  size_t offset() const { return static_cast<size_t>(p_ - begin_); }
+
+  // A string literal, unescaped into `out`.
+  bool String(std::string* out) {
+    Ws();
+    if (p_ >= end_ || *p_ != '"') return false;
+    ++p_;
+    const char* start = p_;
+    while (p_ < end_ && *p_ != '"' && *p_ != '\\' && static_cast<unsigned char>(*p_) >= 0x20) ++p_;
+    if (p_ < end_ && *p_ == '"') {  // fast path: no escapes
+      out->assign(start, p_);
+      ++p_;
+      return true;
+    }
+    out->assign(start, p_);
+    while (p_ < end_) {
+      const char c = *p_++;
+      if (c == '"') return true;
+      if (static_cast<unsigned char>(c) < 0x20) return false;
+      if (c != '\\') {
+        out->push_back(c);
+        continue;
+      }
+      if (p_ >= end_) return false;
+      const char e = *p_++;
+      switch (e) {
+        case '"': out->push_back('"'); break;
+        case '\\': out->push_back('\\'); break;
+        case '/': out->push_back('/'); break;
+        case 'b': out->push_back('\b'); break;
+        case 'f': out->push_back('\f'); break;
+        case 'n': out->push_back('\n'); break;
+        case 'r': out->push_back('\r'); break;
+        case 't': out->push_back('\t'); break;
+        case 'u': {
+          uint32_t cp = 0;
+          if (!Hex4(&cp)) return false;
+          if (cp >= 0xD800 && cp <= 0xDBFF) {
+            uint32_t lo = 0;
+            if (end_ - p_ < 6 || p_[0] != '\\' || p_[1] != 'u') return false;
+            p_ += 2;
+            if (!Hex4(&lo) || lo < 0xDC00 || lo > 0xDFFF) return false;
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+            return false;
+          }
+          AppendUtf8(out, cp);
+          break;
+        }
+        default: return false;
+      }
+    }
+    return false;
+  }
+
+  // Skips one value of any type, validating its syntax. Nesting is limited to kMaxDepth.
+  bool Skip(int depth = 0) {
+    if (depth > kMaxDepth) return false;
+    Ws();
+    if (p_ >= end_) return false;
+    switch (*p_) {
+      case '{': {
+        ++p_;
+        if (Eat('}')) return true;
+        do {
+          if (!String(&scratch_) || !Eat(':') || !Skip(depth + 1)) return false;
+        } while (Eat(','));
+        return Eat('}');
+      }
+      case '[': {
+        ++p_;
+        if (Eat(']')) return true;
+        do {
+          if (!Skip(depth + 1)) return false;
+        } while (Eat(','));
+        return Eat(']');
+      }
+      case '"': return String(&scratch_);
+      case 't': return Literal("true");
+      case 'f': return Literal("false");
+      case 'n': return Literal("null");
+      default: return Number();
+    }
+  }
+
+  bool Literal(std::string_view lit) {
+    Ws();
+    if (static_cast<size_t>(end_ - p_) < lit.size() || std::string_view(p_, lit.size()) != lit) return false;
+    p_ += lit.size();
+    return true;
   }
 
  private:
-  enum class Top { kNone, kPod, kNodeNames, kNodes, kOther };
-  enum class Kind { kNull, kString, kNumber, kBadNumber, kOther };
-  struct Frame {
-    bool is_array = false;
-    std::string key;  // current key of an object frame
-  };
+  static constexpr int kMaxDepth = 256;
 
-  void Push(bool is_array) {
-    stack_.push_back(Frame{is_array, {}});
-    depth_ = static_cast<int>(stack_.size());
-  }
-  void Pop() {
-    if (!stack_.empty()) stack_.pop_back();
-    depth_ = static_cast<int>(stack_.size());
-  }
-
-  bool Fail(std::string message) {
-    if (error_.empty()) error_ = std::move(message);
-    return false;
-  }
-
-  // Path element i (1-based: 1 = the top-level key) equals `s`.
-  bool Is(int i, std::string_view s) const {
-    const Frame& f = stack_[static_cast<size_t>(i - 1)];
-    return !f.is_array && f.key == s;
-  }
-  bool IsArrayElem(int i) const { return stack_[static_cast<size_t>(i - 1)].is_array; }
-  bool InPod() const { return depth_ >= 1 && top_ == Top::kPod; }
-
-  // Type checks for containers directly under the top-level keys.
-  bool CheckContainerType(bool is_object) {
-    if (depth_ == 1) {
-      if (top_ == Top::kPod && !is_object) return Fail("Pod must be an object");
-      if (top_ == Top::kNodeNames && is_object) return Fail("NodeNames must be an array of strings");
-      if (top_ == Top::kNodes && !is_object) return Fail("Nodes must be an object");
+  bool Hex4(uint32_t* v) {
+    if (end_ - p_ < 4) return false;
+    uint32_t r = 0;
+    for (int i = 0; i < 4; ++i) {
+      const char c = *p_++;
+      r <<= 4;
+      if (c >= '0' && c <= '9') r |= static_cast<uint32_t>(c - '0');
+      else if (c >= 'a' && c <= 'f') r |= static_cast<uint32_t>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F') r |= static_cast<uint32_t>(c - 'A' + 10);
+      else return false;
     }
-    if (depth_ == 2 && top_ == Top::kNodeNames) return Fail("NodeNames must be an array of strings");
+    *v = r;
     return true;
   }
-
-  bool Scalar(Kind kind, std::string_view s, int64_t n) {
-    if (depth_ == 0) return Fail("request body must be a JSON object");
-    if (depth_ == 1) {
-      if (kind != Kind::kNull && (top_ == Top::kPod || top_ == Top::kNodes)) {
-        return Fail(top_ == Top::kPod ? "Pod must be an object" : "Nodes must be an object");
-      }
-      if (kind != Kind::kNull && top_ == Top::kNodeNames) {
-        return Fail("NodeNames must be an array of strings");
-      }
-      return true;
+  static void AppendUtf8(std::string* out, uint32_t cp) {
+    if (cp < 0x80) {
+      out->push_back(static_cast<char>(cp));
+    } else if (cp < 0x800) {
+      out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else if (cp < 0x10000) {
+      out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+    } else {
+      out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+      out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+      out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
     }
-    if (top_ == Top::kNodeNames) {
-      if (depth_ == 2) {
-        if (kind != Kind::kString) return Fail("NodeNames must be an array of strings");
-        out_->node_names.emplace_back(s);
-      }
-      return true;
+  }
+  bool Number() {
+    const char* start = p_;
+    if (p_ < end_ && *p_ == '-') ++p_;
+    if (p_ >= end_ || *p_ < '0' || *p_ > '9') return false;
+    if (*p_ == '0') {
+      ++p_;
+    } else {
+      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
     }
-    if (top_ == Top::kNodes) {
-      // [Nodes, items, [], metadata, name]
-      if (depth_ == 5 && Is(2, "items") && IsArrayElem(3) && Is(4, "metadata") && Is(5, "name") &&
-          kind == Kind::kString) {
-        out_->node_names.emplace_back(s);
-      }
-      return true;
+    if (p_ < end_ && *p_ == '.') {
+      ++p_;
+      if (p_ >= end_ || *p_ < '0' || *p_ > '9') return false;
+      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
     }
-    if (top_ != Top::kPod) return true;
-    PodInfo& pod = out_->pod;
-    if (depth_ == 3 && Is(2, "metadata")) {
-      if (kind != Kind::kString) return true;
-      if (Is(3, "name")) pod.name = s;
-      else if (Is(3, "namespace")) pod.ns = s;
-      else if (Is(3, "uid")) pod.uid = s;
-    } else if (depth_ == 4 && Is(2, "metadata") && kind == Kind::kString) {
-      if (Is(3, "labels")) {
-        if (Is(4, kJobLabel)) pod.job = s;
-        else if (Is(4, kRankLabel)) pod.rank = ParseRank(s);
-      } else if (Is(3, "annotations") && Is(4, kNodeAnnotation)) {
-        pod.planned_node = s;
-      }
-    } else if (depth_ == 3 && Is(2, "spec") && Is(3, "nodeName") && kind == Kind::kString) {
-      pod.node_name = s;
-    } else if (depth_ == 7 && Is(2, "spec") && IsArrayElem(4) && Is(5, "resources") &&
-               Is(7, gpu_resource_)) {
-      // [Pod, spec, containers|initContainers, [], resources, requests|limits, <gpu>]
-      const bool init = Is(3, "initContainers");
-      if (!init && !Is(3, "containers")) return true;
-      std::vector<ContainerGpu>& list = init ? init_containers_ : containers_;
-      if (list.empty()) return true;
-      int64_t q = 0;
-      bool ok = false;
-      if (kind == Kind::kString) ok = ParseCountQuantity(s, &q);
-      if (kind == Kind::kNumber) ok = n >= 0, q = n;
-      if (!ok) return Fail("Pod: unparsable quantity for " + std::string(gpu_resource_));
-      if (Is(6, "requests")) list.back().request = q;
-      else if (Is(6, "limits")) list.back().limit = q;
+    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
+      ++p_;
+      if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      if (p_ >= end_ || *p_ < '0' || *p_ > '9') return false;
+      while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
     }
-    return true;
+    return p_ > start;
   }
 
-  ExtenderArgs* out_;
-  std::string_view gpu_resource_;
-  std::vector<Frame> stack_;
-  int depth_ = 0;
-  Top top_ = Top::kNone;
-  bool root_seen_ = false;
-  bool saw_pod_ = false;
-  std::vector<ContainerGpu> containers_;
-  std::vector<ContainerGpu> init_containers_;
-  std::string error_;
+  const char* p_;
+  const char* begin_;
+  const char* end_;
+  std::string scratch_;
 };
+
+// Lower-case ASCII copy, for the case-insensitive top-level field names.
+std::string Lower(std::string s) {
+  for (char& c : s) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return s;
+}
 
 void AppendReasonMap(std::string& out, const char* field,
                      const std::vector<std::pair<std::string_view, std::string>>& entries) {
@@ -325,7 +325,17 @@ bool ParseCountQuantity(const Json& value, int64_t* out) {
   return false;
 }
 
+namespace {
+PodInfo PodInfoFromJsonChecked(const Json& pod, std::string_view gpu_resource, bool* bad_quantity);
+}  // namespace
+
 PodInfo PodInfoFromJson(const Json& pod, std::string_view gpu_resource) {
+  bool bad = false;
+  return PodInfoFromJsonChecked(pod, gpu_resource, &bad);
+}
+
+namespace {
+PodInfo PodInfoFromJsonChecked(const Json& pod, std::string_view gpu_resource, bool* bad_quantity) {
   PodInfo info;
   if (!pod.is_object()) return info;
   auto str = [](const Json& obj, const char* key) -> std::string {
@@ -360,8 +370,11 @@ PodInfo PodInfoFromJson(const Json& pod, std::string_view gpu_resource) {
         if (!m.is_object()) continue;
         auto it = m.find(std::string(gpu_resource));
         int64_t q = 0;
-        if (it != m.end() && ParseCountQuantity(*it, &q)) {
+        if (it == m.end()) continue;
+        if (ParseCountQuantity(*it, &q)) {
           (std::string_view(which) == "requests" ? g.request : g.limit) = q;
+        } else {
+          *bad_quantity = true;
         }
       }
       out.push_back(g);
@@ -371,19 +384,73 @@ PodInfo PodInfoFromJson(const Json& pod, std::string_view gpu_resource) {
   info.gpus = EffectiveGpus(gpus_of(obj(spec, "containers")), gpus_of(obj(spec, "initContainers")));
   return info;
 }
+}  // namespace
 
 StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body, std::string_view gpu_resource) {
   ExtenderArgs args;
-  ArgsSax sax(&args, gpu_resource);
-  bool ok = false;
-  try {
-    ok = Json::sax_parse(body.begin(), body.end(), &sax);
-  } catch (const std::exception& e) {
-    return InvalidArgumentError(std::string("malformed JSON: ") + e.what());
+  Scanner sc(body);
+  auto bad = [&](const std::string& what) {
+    return InvalidArgumentError(what + " (at byte " + std::to_string(sc.offset()) + ")");
+  };
+  if (!sc.Eat('{')) return bad("request body must be a JSON object");
+  bool saw_pod = false;
+  std::string key;
+  if (!sc.Eat('}')) {
+    do {
+      if (!sc.String(&key) || !sc.Eat(':')) return bad("malformed JSON: expected a field name");
+      const std::string field = Lower(key);
+      if (field == "pod" || field == "nodes") {
+        if (sc.Peek('n')) {
+          if (!sc.Literal("null")) return bad("malformed JSON");
+          if (field == "pod") saw_pod = false;
+          continue;
+        }
+        if (!sc.Peek('{')) return bad(field == "pod" ? "Pod must be an object" : "Nodes must be an object");
+        const char* start = sc.pos();
+        if (!sc.Skip()) return bad("malformed JSON in " + key);
+        const Json value = Json::parse(start, sc.pos(), nullptr, /*allow_exceptions=*/false);
+        if (value.is_discarded()) return bad("malformed JSON in " + key);
+        if (field == "pod") {
+          bool bad_quantity = false;
+          args.pod = PodInfoFromJsonChecked(value, gpu_resource, &bad_quantity);
+          if (bad_quantity) return bad("Pod: unparsable quantity for " + std::string(gpu_resource));
+          saw_pod = true;
+        } else {
+          args.has_nodes = true;
+          args.node_names.clear();
+          const Json& items = kube::AtPath(value, "/items");
+          if (!items.is_null() && !items.is_array()) return bad("Nodes.items must be an array");
+          if (items.is_array()) {
+            for (const Json& n : items) {
+              const Json& name = kube::AtPath(n, "/metadata/name");
+              if (!name.is_string()) return bad("Nodes.items entries need metadata.name");
+              args.node_names.push_back(name.get<std::string>());
+            }
+          }
+        }
+      } else if (field == "nodenames") {
+        if (sc.Peek('n')) {
+          if (!sc.Literal("null")) return bad("malformed JSON");
+          continue;
+        }
+        if (!sc.Eat('[')) return bad("NodeNames must be an array of strings");
+        args.node_cache_capable = true;
+        args.node_names.clear();
+        if (!sc.Eat(']')) {
+          do {
+            args.node_names.emplace_back();
+            if (!sc.String(&args.node_names.back())) return bad("NodeNames must be an array of strings");
+          } while (sc.Eat(','));
+          if (!sc.Eat(']')) return bad("NodeNames must be an array of strings");
+        }
+      } else if (!sc.Skip()) {
+        return bad("malformed JSON in " + key);
+      }
+    } while (sc.Eat(','));
+    if (!sc.Eat('}')) return bad("malformed JSON: expected , or }");
   }
-  if (!ok) return InvalidArgumentError(sax.error().empty() ? "malformed JSON" : sax.error());
-  if (!sax.saw_pod()) return InvalidArgumentError("missing Pod");
-  sax.Finish();
+  if (!sc.AtEnd()) return bad("malformed JSON: data after the request object");
+  if (!saw_pod) return InvalidArgumentError("missing Pod");
   return args;
 }
 
@@ -454,6 +521,13 @@ StatusOr<PreemptionArgs> ParsePreemptionArgs(std::string_view body, std::string_
 
 void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';
+  size_t plain = 0;
+  while (plain < s.size() && s[plain] != '"' && s[plain] != '\\' &&
+         static_cast<unsigned char>(s[plain]) >= 0x20) {
+    ++plain;
+  }
+  out.append(s.data(), plain);  // node names and reasons: usually everything
+  s.remove_prefix(plain);
   for (char c : s) {
     switch (c) {
       case '"': out += "\\\""; break;

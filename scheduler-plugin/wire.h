@@ -5,9 +5,9 @@
 // the top-level field names matched case-insensitively, as Go's decoder does (old docs show
 // lowercase names). Fields inside the embedded v1.Pod / v1.Node objects use their json tags.
 //
-// The filter/prioritize request is on the hot path: ParseExtenderArgs() is a SAX parse that keeps
-// only what the extender needs (the pod's identity, gang labels, GPU request, and the node names)
-// and never builds a DOM of the request. Replies are written straight into a string.
+// The filter/prioritize request is on the hot path: ParseExtenderArgs() scans the top level itself,
+// reads NodeNames straight into strings, parses only the Pod (small) as a DOM and skips (while
+// validating) everything else. Replies are written straight into a string.
 //
 // Nothing here throws; malformed input is a kInvalidArgument Status naming the problem.
 // Thread-safety: pure functions.

@@ -42,6 +42,18 @@ TEST(WireTest, ParsesLowercaseAndMixedCaseTopLevelNames) {
   EXPECT_EQ(args2->node_names.size(), 2u);
 }
 
+TEST(WireTest, EscapedNodeNamesAndWhitespace) {
+  auto args = ParseExtenderArgs(
+      " { \"NodeNames\" : [ \"a\\u0041\" , \"b\\\"c\\n\", \"\\ud83d\\ude00\" ] ,\n \"Pod\" : { } } ",
+      "nvidia.com/gpu");
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_EQ(args->node_names, (std::vector<std::string>{"aA", "b\"c\n", "\xF0\x9F\x98\x80"}));
+  EXPECT_FALSE(ParseExtenderArgs(R"({"Pod": {}, "NodeNames": ["\ud83d"]})", "nvidia.com/gpu").ok());
+  EXPECT_FALSE(ParseExtenderArgs(R"({"Pod": {}, "NodeNames": ["\q"]})", "nvidia.com/gpu").ok());
+  EXPECT_FALSE(ParseExtenderArgs(R"({"Pod": {}, "x": 01})", "nvidia.com/gpu").ok());
+  EXPECT_TRUE(ParseExtenderArgs(R"({"Pod": {}, "x": [-1.5e3, true, false, null, "s"]})", "nvidia.com/gpu").ok());
+}
+
 TEST(WireTest, FullNodesModeReadsItemNames) {
   Json req = {{"Pod", MakePod("ns", "p", 1)},
               {"Nodes", {{"items", {MakeNode("n1", "c"), MakeNode("n2", "c")}}}},
