@@ -13,6 +13,8 @@
 # the scheduler is stopped; throughput = pods / (last - first PodScheduled time).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=../scripts/versions.env
+source "$root/scripts/versions.env"
 build=$root/build/ext scheduler=0 micro=1 racks=56 pods=2000 extender=
 while (($#)); do
   case $1 in
