@@ -97,7 +97,9 @@ class ReconcilerTest : public ::testing::Test {
   }
 
   std::vector<Json> PodsOf(const std::string& job) {
-    auto l = fake_.List(kube::kPods, kNs, {.label_selector = "nvl72.dev/job=" + job});
+    kube::ListOptions opts;
+    opts.label_selector = "nvl72.dev/job=" + job;
+    auto l = fake_.List(kube::kPods, kNs, opts);
     EXPECT_TRUE(l.ok());
     return l.ok() ? l->items : std::vector<Json>{};
   }
