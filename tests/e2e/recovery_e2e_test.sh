@@ -51,7 +51,7 @@ source "$state/env"
 kc() { "$NVL72_KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 ns=rec-e2e-$(date +%s)  # unique: without a controller-manager a namespace never finishes deleting
 workdir=$(mktemp -d /tmp/nvl72-rec-e2e-work.XXXXXX)
-op_pid= ext_pid= sched_pid=
+op_pid= ext_pid= sched_pid= failed_nodes=
 
 stop_pid() {  # PID: TERM, wait up to 10 s, then KILL
   local pid=$1
@@ -71,6 +71,17 @@ cleanup() {
   if ((own_cluster)); then
     "$repo/scripts/local-cluster" down --state "$state" >/dev/null 2>&1 || true
   else
+    # A reused cluster gets its capacity back: no controller-manager deletes namespaces, so delete the
+    # pods, release the job (the operator is gone: drop its finalizer) and repair the failed nodes.
+    kc -n "$ns" delete pods --all --force --grace-period=0 >/dev/null 2>&1 || true
+    kc -n "$ns" patch nvj moe --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1 || true
+    kc -n "$ns" delete nvj --all --wait=false >/dev/null 2>&1 || true
+    local n
+    for n in ${failed_nodes:-}; do
+      api PATCH "/api/v1/nodes/$n" application/merge-patch+json \
+        '{"spec":{"taints":null},"metadata":{"annotations":{"kwok.x-k8s.io/node":"fake"}}}' >/dev/null || true
+      set_ready "$n" True || true
+    done
     kc delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
   fi
   rm -rf "$workdir"
@@ -119,6 +130,10 @@ api() {  # METHOD PATH [CONTENT-TYPE BODY]
   local args=(-s --cacert "$NVL72_CA_FILE" -H "Authorization: Bearer $NVL72_TOKEN" -X "$1")
   [[ $# -ge 4 ]] && args+=(-H "Content-Type: $3" --data-binary "$4")
   curl "${args[@]}" "$NVL72_APISERVER_URL$2"
+}
+api_watch() {  # PATH: a watch stream that ends by itself after 60 s
+  curl -sN --max-time 60 --cacert "$NVL72_CA_FILE" -H "Authorization: Bearer $NVL72_TOKEN" \
+    "$NVL72_APISERVER_URL$1&timeoutSeconds=60"
 }
 job_json() { api GET "/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/moe"; }
 node_of_rank() { job_json | jq -r --argjson r "$1" '.status.placement.ranks[]? | select(.rank == $r) | .node'; }
@@ -204,8 +219,19 @@ result "recovery_blip_ms=$blip_ms replaced=$([[ $(node_of_rank 5) == "$blip" ]] 
 # ------------------------------------------------------------------------------------------------
 log "3. a node fails (unreachable taint + NotReady): its rank moves to a spare of $rack"
 dead=$(node_of_rank 3)
+failed_nodes+=" $dead"
 stop_kwok "$dead"
+# Watches stamp every event of pod moe-3 and of the job on arrival ($EPOCHREALTIME, no fork), so the
+# numbers do not depend on how fast the polling below runs.
+stamp_events() { while IFS= read -r l; do printf '%s %s\n' "${EPOCHREALTIME/./}" "$l"; done; }
+api_watch "/api/v1/namespaces/$ns/pods?watch=1&fieldSelector=metadata.name%3Dmoe-3" | stamp_events >"$workdir/w-pod" &
+w_pod=$!
+api_watch "/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs?watch=1&fieldSelector=metadata.name%3Dmoe" |
+  stamp_events >"$workdir/w-job" &
+w_job=$!
+sleep 1
 tf=$(now_ns)
+tf_us=${EPOCHREALTIME/./}
 taint_unreachable "$dead"
 set_ready "$dead" False
 new=
@@ -228,6 +254,20 @@ else
 fi
 [[ $(rack_of "$new") == "$rack" ]] && ok "replacement in the same rack ($rack)" || fail "replacement $new is not in $rack"
 grep -qxF "$new" <<<"$spares" && ok "replacement $new was a spare" || fail "replacement $new was not a spare"
+sleep 0.5
+kill "$w_pod" "$w_job" 2>/dev/null || true
+# First event (microseconds) of FILE matching the jq filter, minus the failure time, in ms.
+first_ms() {
+  local t; t=$(while read -r ts line; do
+    jq -e "$2" <<<"$line" >/dev/null 2>&1 && { echo "$ts"; break; }
+  done <"$1")
+  [[ -n $t ]] && echo $(((t - tf_us) / 1000)) || echo "?"
+}
+w_placed=$(first_ms "$workdir/w-job" ".object.status.placement.ranks[] | select(.rank == 3) | .node == \"$new\"")
+w_created=$(first_ms "$workdir/w-pod" ".type == \"ADDED\" and .object.metadata.annotations[\"nvl72.dev/node\"] == \"$new\"")
+w_bound=$(first_ms "$workdir/w-pod" ".object.spec.nodeName == \"$new\"")
+w_running=$(first_ms "$workdir/w-pod" ".object.spec.nodeName == \"$new\" and .object.status.phase == \"Running\"")
+result "recovery_watch_ms placement=$w_placed replacement_created=$w_created bound=$w_bound running=$w_running (from the taint write; watch events stamped on arrival)"
 # Where the time went: the operator logs its decision with a millisecond wall-clock stamp.
 decided=$(grep -m1 "moe: recovery 1:" "$workdir/operator.log" | awk '{print $2}')
 decide_ms=
@@ -246,6 +286,7 @@ kc -n "$ns" get events --field-selector involvedObject.name=moe -o jsonpath='{ra
 # ------------------------------------------------------------------------------------------------
 log "4. NotReady only (no taint): replaced once the 10 s grace has passed"
 dead2=$(node_of_rank 10)
+failed_nodes+=" $dead2"
 stop_kwok "$dead2"
 tf=$(now_ns)
 set_ready "$dead2" False
