@@ -17,7 +17,10 @@
 #     replacement pod is bound there by kube-scheduler + extender and Running; exactly one pod per
 #     rank; status.recoveries 1; Recovering goes True -> False. The time from the failure (taint
 #     applied) to the replacement pod bound and Running is printed as a RESULT line;
-#  4. the same with a NotReady-only failure (no taint): the replacement comes after the grace.
+#  4. the same with a NotReady-only failure (no taint): the replacement comes after the grace;
+#  5. a node fails while the operator is SIGKILLed. Both spares of the rack are used by 3 and 4, so
+#     the restarted operator finds no healthy node in the rack: Recovering/WaitingForNode, then after
+#     the bound (3 x grace = 30 s) the whole gang moves to another rack; one pod per rank.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -308,6 +311,38 @@ fi
 result "recovery_notready_to_bound_ms=$bound2_ms grace_ms=10000"
 wait_until 30 all_running_on_plan && one_pod_per_rank && [[ $(recoveries) == 2 ]] &&
   ok "16 ranks Running, one pod each, recoveries 2" || fail "after 2nd recovery: recoveries '$(recoveries)' $(pods_table | tr '\n' ';')"
+
+# ------------------------------------------------------------------------------------------------
+log "5. a node fails while the operator is SIGKILLed; the restarted operator recovers it"
+kill -9 "$op_pid"; wait "$op_pid" 2>/dev/null || true; op_pid=
+dead3=$(node_of_rank 12)
+failed_nodes+=" $dead3"
+stop_kwok "$dead3"
+taint_unreachable "$dead3"
+set_ready "$dead3" False
+health_port=$(free_port)
+tr_=$(now_ns)
+"$op_bin" --kubeconfig "$KUBECONFIG" --namespace "$ns" --metrics-addr "127.0.0.1:$(free_port)" \
+  --health-addr "127.0.0.1:$health_port" --admission-resync-seconds 5 --log-level info \
+  >>"$workdir/operator.log" 2>&1 &
+op_pid=$!
+waiting() { [[ $(job_json | jq -r '.status.conditions[]? | select(.type == "Recovering") | .reason') == WaitingForNode ]]; }
+if wait_until 30 waiting; then
+  ok "restarted operator: no healthy node left in $rack, Recovering/WaitingForNode ($(ms_since "$tr_") ms after restart)"
+else
+  fail "not waiting: $(job_json | jq -c '.status.conditions')"
+fi
+moved() { [[ $(job_json | jq -r '.status.placement.ranks[].node' | cut -d- -f1 | sort -u | tr -d '\n') != "$rack" ]]; }
+if wait_until 90 moved; then
+  racks_now=$(job_json | jq -r '.status.placement.ranks[].node' | cut -d- -f1 | sort -u | tr '\n' ' ')
+  ok "gang moved after $(ms_since "$tr_") ms to: $racks_now"
+  [[ $(wc -w <<<"$racks_now") == 1 ]] && ok "all 16 ranks in one rack" || fail "gang spans $racks_now"
+else
+  fail "gang did not move: $(job_json | jq -c '.status.conditions')"
+fi
+wait_until 60 all_running_on_plan && one_pod_per_rank && [[ $(recoveries) == 3 ]] &&
+  ok "after the move: 16 ranks Running on their planned nodes, one pod each, recoveries 3 ($(ms_since "$tr_") ms)" ||
+  fail "after the move: recoveries '$(recoveries)' $(pods_table | tr '\n' ';')"
 
 if ((failures > 0)); then log "$failures failures"; exit 1; fi
 log "PASS"
