@@ -65,8 +65,8 @@ bool SetConditionSince(Json& status, std::string_view type, std::string_view con
       if (c.is_object() && c.value("type", "") == type) before = &c;
     }
   }
-  const bool restart =
-      before != nullptr && (before->value("status", "") != cond_status || before->value("reason", "") != reason);
+  const bool restart = before != nullptr && (before->value("status", "") != cond_status ||
+                                             before->value("reason", "") != reason);
   bool changed = SetCondition(status, type, cond_status, reason, message, generation, now);
   if (restart) {
     for (auto& c : status["conditions"]) {
@@ -77,7 +77,8 @@ bool SetConditionSince(Json& status, std::string_view type, std::string_view con
   return changed;
 }
 
-std::optional<Time> ConditionSince(const Json& status, std::string_view type, std::string_view reason) {
+std::optional<Time> ConditionSince(const Json& status, std::string_view type,
+                                   std::string_view reason) {
   if (!status.is_object() || !status.contains("conditions") || !status["conditions"].is_array()) {
     return std::nullopt;
   }
@@ -109,7 +110,8 @@ std::string Seconds(milliseconds d) { return std::to_string((d.count() + 999) / 
 // Rank -> node ids of the stored placement. A rank whose node is gone gets another node of its
 // segment's domain (SelectReplacements only reads the domain of a failed rank's node), or kNoNode.
 placement::GangPlacement CurrentPlacement(const model::ClusterState& state,
-                                          const model::JobPlacement& p, const model::JobSpec& spec) {
+                                          const model::JobPlacement& p,
+                                          const model::JobSpec& spec) {
   placement::GangPlacement g;
   int max_rank = -1;
   for (const auto& r : p.ranks) max_rank = std::max(max_rank, r.rank);
@@ -148,11 +150,16 @@ void WriteRecovered(Json& status, const model::JobPlacement& placement, int reco
 
 std::string_view RecoveryActionName(RecoveryAction a) {
   switch (a) {
-    case RecoveryAction::kNone: return "None";
-    case RecoveryAction::kWait: return "Wait";
-    case RecoveryAction::kReplace: return "Replace";
-    case RecoveryAction::kMoveGang: return "MoveGang";
-    case RecoveryAction::kFail: return "Fail";
+    case RecoveryAction::kNone:
+      return "None";
+    case RecoveryAction::kWait:
+      return "Wait";
+    case RecoveryAction::kReplace:
+      return "Replace";
+    case RecoveryAction::kMoveGang:
+      return "MoveGang";
+    case RecoveryAction::kFail:
+      return "Fail";
   }
   return "None";
 }
@@ -195,9 +202,9 @@ RecoveryPlan PlanRecovery(const placement::PlacementPolicy& policy, const Recove
     std::string reason;
     if (ConditionTrue(plan.status, model::kConditionRecovering, &reason)) {
       if (reason == kReasonWaiting) {
-        plan.write_status = SetCondition(plan.status, model::kConditionRecovering, "False",
-                                         "NodeRecovered", "the failed nodes are healthy again",
-                                         generation, now);
+        plan.write_status =
+            SetCondition(plan.status, model::kConditionRecovering, "False", "NodeRecovered",
+                         "the failed nodes are healthy again", generation, now);
         plan.message = "the failed nodes are healthy again";
       } else {
         std::vector<const Json*> current;
@@ -219,7 +226,8 @@ RecoveryPlan PlanRecovery(const placement::PlacementPolicy& policy, const Recove
   std::string what;
   for (const auto& f : plan.failed) {
     if (!what.empty()) what += ", ";
-    what += "rank " + std::to_string(f.rank) + " on " + f.node + " (" + Str(NodeFailureName(f.cause)) + ")";
+    what += "rank " + std::to_string(f.rank) + " on " + f.node + " (" +
+            Str(NodeFailureName(f.cause)) + ")";
   }
 
   auto fail = [&](std::string_view reason, const std::string& message) {
@@ -227,7 +235,8 @@ RecoveryPlan PlanRecovery(const placement::PlacementPolicy& policy, const Recove
     plan.message = message;
     SetCondition(plan.status, model::kConditionFailed, "True", reason, message, generation, now);
     SetCondition(plan.status, model::kConditionRunning, "False", reason, message, generation, now);
-    SetCondition(plan.status, model::kConditionRecovering, "False", reason, message, generation, now);
+    SetCondition(plan.status, model::kConditionRecovering, "False", reason, message, generation,
+                 now);
     plan.status["state"] = "Failed";
     plan.write_status = true;
     return plan;
@@ -295,9 +304,11 @@ RecoveryPlan PlanRecovery(const placement::PlacementPolicy& policy, const Recove
   }
 
   // No healthy node in the domain: wait up to the bound, then re-place the whole gang.
-  const milliseconds bound = std::max(duration_cast<milliseconds>(options.min_wait),
-                                      duration_cast<milliseconds>(grace * options.wait_grace_multiple));
-  std::optional<Time> since = ConditionSince(plan.status, model::kConditionRecovering, kReasonWaiting);
+  const milliseconds bound =
+      std::max(duration_cast<milliseconds>(options.min_wait),
+               duration_cast<milliseconds>(grace * options.wait_grace_multiple));
+  std::optional<Time> since =
+      ConditionSince(plan.status, model::kConditionRecovering, kReasonWaiting);
   const milliseconds waited = since ? duration_cast<milliseconds>(now - *since) : milliseconds(0);
   auto wait = [&](const std::string& message, milliseconds again) {
     plan.action = RecoveryAction::kWait;
@@ -322,12 +333,12 @@ RecoveryPlan PlanRecovery(const placement::PlacementPolicy& policy, const Recove
                 std::max(duration_cast<milliseconds>(grace), milliseconds(5000)));
   }
   const std::string from = JoinDomains(plan.placement.domains);
-  plan.placement = model::MakeJobPlacement(without.snapshot(), g.placement, kube::Name(job),
-                                           spec.segment_size);
+  plan.placement =
+      model::MakeJobPlacement(without.snapshot(), g.placement, kube::Name(job), spec.segment_size);
   plan.action = RecoveryAction::kMoveGang;
   for (const auto& r : plan.placement.ranks) plan.recreate_ranks.push_back(r.rank);
-  plan.message = "recovery " + std::to_string(recoveries + 1) + ": " + what + "; no healthy node in " +
-                 from + " after " + Seconds(waited) + ", gang moved to " +
+  plan.message = "recovery " + std::to_string(recoveries + 1) + ": " + what +
+                 "; no healthy node in " + from + " after " + Seconds(waited) + ", gang moved to " +
                  JoinDomains(plan.placement.domains);
   WriteRecovered(plan.status, plan.placement, recoveries + 1, now);
   SetConditionSince(plan.status, model::kConditionRecovering, "True", kReasonMoving, plan.message,
@@ -490,9 +501,11 @@ StatusOr<bool> JobRecovery::Reconcile(const RecoveryInput& in) {
     const std::string node = BoundNode(*p);
     placement::NodeId id = in.state->FindNode(node);
     const bool dead = node.empty() || id == placement::kNoNode ||
-                      !in.state->snapshot().nodes[id].ready || in.state->Health(id).no_execute_taint;
+                      !in.state->snapshot().nodes[id].ready ||
+                      in.state->Health(id).no_execute_taint;
     const Json& grace = kube::AtPath(*p, "/metadata/deletionGracePeriodSeconds");
-    if (kube::IsBeingDeleted(*p) && (!dead || (grace.is_number_integer() && grace.get<int64_t>() == 0))) {
+    if (kube::IsBeingDeleted(*p) &&
+        (!dead || (grace.is_number_integer() && grace.get<int64_t>() == 0))) {
       continue;  // already on its way
     }
     kube::DeleteOptions opts;

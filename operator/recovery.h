@@ -1,10 +1,11 @@
 // Recovery of admitted NVL72Jobs whose ranks sit on failed nodes (issue 6: node health + recovery).
 //
 // Two layers:
-//  - PlanRecovery(): pure. From the job object, its spec, a ClusterState of the cache, the job's pods
+//  - PlanRecovery(): pure. From the job object, its spec, a ClusterState of the cache, the job's
+//  pods
 //    and `now`, it decides what the job needs: nothing; wait (a NotReady node inside its grace, or
-//    no healthy node left in the domain and the wait bound not reached); a new status.placement that
-//    replaces the failed ranks by nodes of the SAME domain (spares first, via
+//    no healthy node left in the domain and the wait bound not reached); a new status.placement
+//    that replaces the failed ranks by nodes of the SAME domain (spares first, via
 //    PlacementPolicy::SelectReplacements); a re-placement of the whole gang in another domain
 //    (Required) or across domains (Preferred) once the wait bound has passed; or Failed
 //    (recovery policy None, or maxRecoveries reached). It also returns the new status, the ranks to
@@ -12,13 +13,13 @@
 //  - JobRecovery: applies a plan in the crash-safe order (1) status.placement with optimistic
 //    concurrency, which IS the new reservation, (2) evict preemptible pods lent the chosen node,
 //    (3) force-delete (grace 0) rank pods that are stale, (4) create the missing rank pods on their
-//    planned nodes. Steps 2-4 are level-triggered from status alone (StaleRankPods / missing ranks),
-//    so an operator restart between any two steps converges on the next reconcile.
+//    planned nodes. Steps 2-4 are level-triggered from status alone (StaleRankPods / missing
+//    ranks), so an operator restart between any two steps converges on the next reconcile.
 //
-// Stale rank pod: a pod labelled as a rank of the job whose planned node (annotation nvl72.dev/node)
-// is not the node status.placement gives its rank, whose rank is not in the placement, or - for
-// RestartGang jobs - whose recovery epoch (annotation nvl72.dev/recovery, absent = 0) is below
-// status.recoveries (every recovery of a RestartGang job restarts every rank).
+// Stale rank pod: a pod labelled as a rank of the job whose planned node (annotation
+// nvl72.dev/node) is not the node status.placement gives its rank, whose rank is not in the
+// placement, or - for RestartGang jobs - whose recovery epoch (annotation nvl72.dev/recovery,
+// absent = 0) is below status.recoveries (every recovery of a RestartGang job restarts every rank).
 //
 // Status fields written: placement, domains, recoveries, lastRecoveryTime, state, conditions
 // Recovering (True while replacing or waiting; False "Recovered" once every rank runs again),
@@ -30,12 +31,11 @@
 
 #include <chrono>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "kube/client.h"
@@ -77,24 +77,24 @@ std::string_view RecoveryActionName(RecoveryAction a);
 
 struct RecoveryPlan {
   RecoveryAction action = RecoveryAction::kNone;
-  std::vector<FailedRank> failed;        // ranks on failed nodes (past their grace)
-  model::JobPlacement placement;         // the placement after the plan (new for kReplace/kMoveGang)
-  std::vector<int> recreate_ranks;       // ranks whose pods are replaced (all for a gang restart)
+  std::vector<FailedRank> failed;   // ranks on failed nodes (past their grace)
+  model::JobPlacement placement;    // the placement after the plan (new for kReplace/kMoveGang)
+  std::vector<int> recreate_ranks;  // ranks whose pods are replaced (all for a gang restart)
   // Nodes of `placement` whose preemptible work must be evicted first (SelectReplacements `evict`).
   std::vector<std::string> evict_nodes;
-  bool write_status = false;             // `status` differs from the job's status
-  Json status;                           // the job's status after the plan
+  bool write_status = false;  // `status` differs from the job's status
+  Json status;                // the job's status after the plan
   // Re-check after this long (a NotReady node whose grace ends, the wait bound); nullopt = no need.
   std::optional<std::chrono::milliseconds> requeue_after;
-  std::string message;                   // what moved where and why (Event note, condition message)
+  std::string message;  // what moved where and why (Event note, condition message)
 };
 
 struct RecoveryInput {
-  const Json* job = nullptr;                    // the NVL72Job (its stored status.placement counts)
+  const Json* job = nullptr;  // the NVL72Job (its stored status.placement counts)
   const model::JobSpec* spec = nullptr;
-  const model::ClusterState* state = nullptr;   // built with not-ready grace 0 at `now`
-  std::vector<const Json*> pods{};              // the job's pods
-  std::vector<const Json*> all_pods{};          // every pod (preemptible lenders); may be empty
+  const model::ClusterState* state = nullptr;  // built with not-ready grace 0 at `now`
+  std::vector<const Json*> pods{};             // the job's pods
+  std::vector<const Json*> all_pods{};         // every pod (preemptible lenders); may be empty
   std::chrono::system_clock::time_point now{};
   std::string gpu_resource = std::string(model::kGpuResource);
 };
@@ -111,7 +111,8 @@ std::vector<const Json*> StaleRankPods(const model::JobSpec& spec, const Json& j
 
 // Keys "<ns>/<name>" of jobs in `jobs` whose status.placement puts a rank on `node`. For the
 // controller's Node event handler.
-std::vector<std::string> JobsWithRankOn(const std::vector<kube::ObjectPtr>& jobs, std::string_view node);
+std::vector<std::string> JobsWithRankOn(const std::vector<kube::ObjectPtr>& jobs,
+                                        std::string_view node);
 
 // Applies plans for the Reconciler. `client` must outlive it; `events` may be null.
 class JobRecovery {

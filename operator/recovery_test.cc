@@ -42,18 +42,17 @@ Json Node(int rack, int i) {
 
 Json Job(const std::string& name, int replicas, const std::string& policy = "InPlace",
          int grace = 30, int max_recoveries = 10) {
-  return {{"apiVersion", "nvl72.dev/v1alpha1"},
-          {"kind", "NVL72Job"},
-          {"metadata", {{"name", name}, {"namespace", kNs}}},
-          {"spec",
-           {{"replicas", replicas},
-            {"gpusPerReplica", 4},
-            {"topology", {{"mode", "Required"}}},
-            {"recovery",
-             {{"policy", policy},
-              {"notReadyGraceSeconds", grace},
-              {"maxRecoveries", max_recoveries}}},
-            {"template", {{"spec", {{"containers", {{{"name", "main"}, {"image", "busybox"}}}}}}}}}}};
+  return {
+      {"apiVersion", "nvl72.dev/v1alpha1"},
+      {"kind", "NVL72Job"},
+      {"metadata", {{"name", name}, {"namespace", kNs}}},
+      {"spec",
+       {{"replicas", replicas},
+        {"gpusPerReplica", 4},
+        {"topology", {{"mode", "Required"}}},
+        {"recovery",
+         {{"policy", policy}, {"notReadyGraceSeconds", grace}, {"maxRecoveries", max_recoveries}}},
+        {"template", {{"spec", {{"containers", {{{"name", "main"}, {"image", "busybox"}}}}}}}}}}};
 }
 
 // A single 4-GPU pod bound to `node` (not a gang rank); `preemptible` adds the lender label.
@@ -143,7 +142,8 @@ class RecoveryTest : public ::testing::Test {
     return p.ok() && p->has_value() ? **p : model::JobPlacement{};
   }
 
-  std::string Condition(const std::string& job, std::string_view type, std::string* reason = nullptr) {
+  std::string Condition(const std::string& job, std::string_view type,
+                        std::string* reason = nullptr) {
     const Json obj = GetJob(job);
     const Json* c = model::FindCondition(obj, type);
     if (c == nullptr) return "";
@@ -177,8 +177,9 @@ class RecoveryTest : public ::testing::Test {
   // Node Ready=False since `since`, and the jobs on it enqueued (the controller's Node handler).
   void SetNotReady(const std::string& node, std::chrono::system_clock::time_point since) {
     Mutate(kube::kNodes, "", node, [&](Json& n) {
-      n["status"]["conditions"] = {
-          {{"type", "Ready"}, {"status", "False"}, {"lastTransitionTime", kube::FormatTime(since)}}};
+      n["status"]["conditions"] = {{{"type", "Ready"},
+                                    {"status", "False"},
+                                    {"lastTransitionTime", kube::FormatTime(since)}}};
     });
     EnqueueJobsOn(node);
   }
@@ -252,7 +253,9 @@ TEST_F(RecoveryTest, OneFailedNodeIsReplacedByASpareOfTheSameDomain) {
   EXPECT_EQ(used.count(spare), 0u) << "took a node of the gang";
   EXPECT_EQ(spare, RackOf(dead) + "-node17") << "the last designated spare goes first";
   for (int r = 0; r < 16; ++r) {
-    if (r != 3) { EXPECT_EQ(after.ranks[r].node, before.ranks[r].node) << "rank " << r << " moved"; }
+    if (r != 3) {
+      EXPECT_EQ(after.ranks[r].node, before.ranks[r].node) << "rank " << r << " moved";
+    }
   }
   Json job = GetJob("moe");
   EXPECT_EQ(job["status"]["recoveries"], 1);
@@ -265,12 +268,15 @@ TEST_F(RecoveryTest, OneFailedNodeIsReplacedByASpareOfTheSameDomain) {
   auto pod3 = fake_.Get(kube::kPods, kNs, "moe-3");
   ASSERT_TRUE(pod3.ok());
   EXPECT_EQ((*pod3)["metadata"]["annotations"]["nvl72.dev/node"], spare);
-  EXPECT_EQ((*pod3)["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-                ["nodeSelectorTerms"][0]["matchExpressions"][0]["values"][0],
-            spare);
+  EXPECT_EQ(
+      (*pod3)["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+             ["nodeSelectorTerms"][0]["matchExpressions"][0]["values"][0],
+      spare);
   // Only rank 3 was recreated: the other pods are the same objects.
   for (const auto& pod : PodsOf("moe")) {
-    if (pod["metadata"]["name"] != "moe-3") { EXPECT_EQ(pod["status"]["phase"], "Running"); }
+    if (pod["metadata"]["name"] != "moe-3") {
+      EXPECT_EQ(pod["status"]["phase"], "Running");
+    }
   }
   // The dead pod was force-deleted.
   bool forced = false;
@@ -360,7 +366,9 @@ TEST_F(RecoveryTest, NoHealthyNodeInTheDomainWaitsThenMovesTheGang) {
     const std::string n = rack + "-node" + (i < 10 ? "0" : "") + std::to_string(i);
     bool in_gang = false;
     for (const auto& r : before.ranks) in_gang |= r.node == n;
-    if (!in_gang) { ASSERT_TRUE(fake_.Create(kube::kPods, "other", SinglePod("hog-" + n, n, false)).ok()); }
+    if (!in_gang) {
+      ASSERT_TRUE(fake_.Create(kube::kPods, "other", SinglePod("hog-" + n, n, false)).ok());
+    }
   }
   SetNotReady(before.ranks[2].node, now_ - seconds(11));
   RunUntilQuiet();
@@ -460,8 +468,9 @@ TEST_F(RecoveryTest, ARestartBetweenTheStatusWriteAndThePodsConverges) {
   }
   model::JobPlacement committed = PlacementOf("moe");
   EXPECT_NE(committed.ranks[3].node, before.ranks[3].node);
-  EXPECT_EQ(fake_.Get(kube::kPods, kNs, "moe-3")->at("metadata").at("annotations").at("nvl72.dev/node"),
-            before.ranks[3].node)
+  EXPECT_EQ(
+      fake_.Get(kube::kPods, kNs, "moe-3")->at("metadata").at("annotations").at("nvl72.dev/node"),
+      before.ranks[3].node)
       << "the dead pod is still there";
 
   queue_.clear();
@@ -504,7 +513,8 @@ TEST_F(RecoveryTest, APreemptibleLenderIsEvictedWhenRecoveryNeedsItsNode) {
     const std::string n = NodeName(rack.back() - '0', i);
     if (gang.count(n) != 0) continue;
     lent.push_back(n);
-    ASSERT_TRUE(fake_.Create(kube::kPods, "other", SinglePod("lender-" + std::to_string(i), n, true)).ok());
+    ASSERT_TRUE(
+        fake_.Create(kube::kPods, "other", SinglePod("lender-" + std::to_string(i), n, true)).ok());
   }
   ASSERT_EQ(lent.size(), 2u);
   SetNotReady(before.ranks[6].node, now_ - seconds(31));
@@ -520,10 +530,11 @@ TEST_F(RecoveryTest, APreemptibleLenderIsEvictedWhenRecoveryNeedsItsNode) {
 
 TEST_F(RecoveryTest, JobsWithRankOnFindsTheJobsOfANode) {
   std::vector<kube::ObjectPtr> jobs;
-  jobs.push_back(std::make_shared<const Json>(Json{
-      {"metadata", {{"name", "a"}, {"namespace", "x"}}},
-      {"status", {{"placement", {{"ranks", {{{"rank", 0}, {"node", "n1"}}}}}}}}}));
-  jobs.push_back(std::make_shared<const Json>(Json{{"metadata", {{"name", "b"}, {"namespace", "x"}}}}));
+  jobs.push_back(std::make_shared<const Json>(
+      Json{{"metadata", {{"name", "a"}, {"namespace", "x"}}},
+           {"status", {{"placement", {{"ranks", {{{"rank", 0}, {"node", "n1"}}}}}}}}}));
+  jobs.push_back(
+      std::make_shared<const Json>(Json{{"metadata", {{"name", "b"}, {"namespace", "x"}}}}));
   EXPECT_EQ(JobsWithRankOn(jobs, "n1"), std::vector<std::string>{"x/a"});
   EXPECT_TRUE(JobsWithRankOn(jobs, "n2").empty());
 }
