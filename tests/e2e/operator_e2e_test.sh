@@ -96,8 +96,13 @@ check_segments() {
 }
 check_pods_match() {  # job replicas
   local job=$1 n=$2 pods mism
-  pods=$(kc -n "$ns" get pods -l "nvl72.dev/job=$job" -o name | wc -l)
-  [[ $pods == "$n" ]] || { fail "$job: $pods pods, wanted $n"; return; }
+  # Pods are created after the reservation is written (Admitted), so give the operator a moment.
+  for _ in $(seq 60); do
+    pods=$(kc -n "$ns" get pods -l "nvl72.dev/job=$job" -o name | wc -l)
+    [[ $pods == "$n" ]] && break
+    sleep 0.5
+  done
+  [[ $pods == "$n" ]] || { fail "$job: $pods pods, wanted $n (after 30 s)"; return; }
   mism=$(join <(ranks_of "$job" | awk -v j="$job" '{print j "-" $1, $2}' | sort) \
               <(kc -n "$ns" get pods -l "nvl72.dev/job=$job" \
                   -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.annotations.nvl72\.dev/node} {.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values[0]}{"\n"}{end}' | sort) |
