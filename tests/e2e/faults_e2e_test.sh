@@ -1,0 +1,351 @@
+#!/usr/bin/env bash
+# Fault e2e (issue 9): bad input and process faults against a running nvl72-extender and
+# nvl72-operator on the real local control plane.
+#
+#   tests/e2e/faults_e2e_test.sh OPERATOR_BINARY EXTENDER_BINARY
+# Cluster: the shared one of scripts/test when $NVL72_CLUSTER_STATE points at a running local
+# cluster (scripts/local-cluster status), else its own with 2 racks in a temporary state dir.
+# Binaries default to $NVL72_BUILD_DIR/{operator,scheduler-plugin}/.
+#
+# Checks (each prints what happened; any wrong outcome fails the test):
+#  1. malformed requests (not JSON, truncated, wrong types, deep nesting, empty, every verb) get
+#     400 with a JSON {"Error": "..."} body; an unknown path 404 with a JSON body;
+#  2. a body over --max-body-bytes (with Content-Length, chunked, and a Content-Length that
+#     announces 64 GiB) gets 413 or a closed connection, never a crash; the extender serves on;
+#  3. a slow client that sends headers (or half the headers) then stalls is disconnected after the
+#     read timeout (--request-timeout-ms 2000) while other clients are served meanwhile;
+#  4. the operator and the extender started with a kubeconfig whose token is wrong: never ready,
+#     a clear "Unauthorized" error in the log, the token string nowhere in any log (nor the real
+#     admin token);
+#  5. SIGKILL of the operator and the extender in the middle of admitting jobs, then restart:
+#     every job placed and Running, placements made before the kill unchanged, exactly one pod per
+#     rank, every pod on its planned node, and the restarted extender's filter sends a rank only to
+#     its planned node (state recovered from the API server).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+build=${NVL72_BUILD_DIR:-$repo/build/dev}
+op_bin=${1:-${NVL72_OPERATOR_BIN:-$build/operator/nvl72-operator}}
+ext_bin=${2:-${NVL72_EXTENDER_BIN:-$build/scheduler-plugin/nvl72-extender}}
+[[ -x $op_bin ]] || { echo "operator binary $op_bin not found" >&2; exit 2; }
+[[ -x $ext_bin ]] || { echo "extender binary $ext_bin not found" >&2; exit 2; }
+
+t0=$SECONDS
+log() { printf '[faults-e2e %s +%ss] %s\n' "$(date +%H:%M:%S)" "$((SECONDS - t0))" "$*" >&2; }
+failures=0
+fail() { log "FAIL: $*"; failures=$((failures + 1)); }
+ok() { log "ok: $*"; }
+
+lc=$repo/scripts/local-cluster
+own_cluster=0
+if [[ -n ${NVL72_CLUSTER_STATE:-} ]] && "$lc" status --state "$NVL72_CLUSTER_STATE" >/dev/null 2>&1; then
+  state=$NVL72_CLUSTER_STATE
+  log "using the shared local cluster at $state"
+else
+  state=$(mktemp -d /tmp/nvl72-faults-e2e.XXXXXX)
+  rmdir "$state"
+  own_cluster=1
+  log "starting a local control plane with 2 racks in $state"
+  "$lc" up --racks 2 --state "$state" >/dev/null
+fi
+# shellcheck disable=SC1091
+source "$state/env"
+kc() { "$NVL72_KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
+ns=faults-e2e-$(date +%s)
+work=$(mktemp -d /tmp/nvl72-faults-e2e-work.XXXXXX)
+ext_pid= op_pid= sched_pid=
+
+cleanup() {
+  local rc=$?
+  set +e
+  if [[ -n $op_pid ]] && kill -0 "$op_pid" 2>/dev/null; then
+    # The operator deletes the pods of deleted jobs and drops its finalizer.
+    kc -n "$ns" delete nvj --all --wait=true --timeout=30s >/dev/null 2>&1
+  fi
+  e2e_stop_all
+  if ((own_cluster)); then
+    "$lc" down --state "$state" >/dev/null 2>&1
+  else # a shared cluster gets its capacity back (no controller-manager deletes namespaces' content)
+    kc -n "$ns" get nvj -o name 2>/dev/null | while read -r j; do
+      kc -n "$ns" patch "$j" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
+    done
+    kc -n "$ns" delete nvj --all --wait=false >/dev/null 2>&1
+    kc -n "$ns" delete pods --all --force --grace-period=0 >/dev/null 2>&1
+    kc delete namespace "$ns" --wait=false >/dev/null 2>&1
+  fi
+  if ((failures > 0 || rc != 0)); then
+    for f in "$work"/*.log; do log "--- tail of $f"; tail -n 25 "$f" >&2; done
+  fi
+  [[ -n ${FAULTS_E2E_LOGS:-} ]] && mkdir -p "$FAULTS_E2E_LOGS" && cp "$work"/*.log "$FAULTS_E2E_LOGS"/ 2>/dev/null
+  rm -rf "$work"
+  exit "$rc"
+}
+trap cleanup EXIT
+
+kc create namespace "$ns" >/dev/null
+kc apply -f "$repo/crds/nvl72jobs.nvl72.dev.yaml" >/dev/null
+kc wait --for condition=established --timeout=60s crd/nvl72jobs.nvl72.dev >/dev/null
+
+ext_port=$(e2e_free_port)
+url=http://127.0.0.1:$ext_port
+max_body=1048576 read_timeout_ms=2000
+start_extender() { # [KUBECONFIG]
+  e2e_start "$work/extender.log" "$ext_bin" --kubeconfig "${1:-$KUBECONFIG}" --listen "127.0.0.1:$ext_port" \
+    --max-body-bytes "$max_body" --request-timeout-ms "$read_timeout_ms" --workers 4
+  ext_pid=$E2E_PID
+}
+start_extender
+e2e_wait_url 60 "$url/readyz" || { fail "extender not ready in 60 s"; exit 1; }
+ok "nvl72-extender ready on $url (--max-body-bytes $max_body --request-timeout-ms $read_timeout_ms --workers 4)"
+ext_alive() { kill -0 "$ext_pid" 2>/dev/null && [[ $(curl -s --max-time 5 "$url/healthz") == ok ]]; }
+
+# A valid filter body: a 1-GPU pod and some node names.
+node_names=$(kc get nodes -l nvidia.com/gpu.clique -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | head -36)
+names_json=$(awk 'NF { printf "%s\"%s\"", (n++ ? "," : ""), $1 }' <<<"$node_names")
+pod_json='{"metadata":{"name":"p","namespace":"default","uid":"u1"},"spec":{"containers":[{"name":"c","resources":{"requests":{"nvidia.com/gpu":"1"}}}]}}'
+printf '{"Pod":%s,"NodeNames":[%s]}' "$pod_json" "$names_json" >"$work/valid.json"
+post() { # VERB BODY_FILE [extra curl args] -> "code" ; body in $work/reply
+  local verb=$1 file=$2
+  shift 2
+  curl -s --max-time 10 -o "$work/reply" -w '%{http_code}' -H 'Content-Type: application/json' \
+    --data-binary @"$file" "$@" "$url/$verb"
+}
+valid_served() { [[ $(post filter "$work/valid.json") == 200 ]] && grep -q '"NodeNames":\[' "$work/reply"; }
+valid_served && ok "a valid filter request is served (200)" || fail "a valid filter request is not served"
+
+# ------------------------------------------------------------------------------------------------
+log "1. malformed requests"
+deep=$(printf '%0.s[' $(seq 5000))
+declare -A bad=(
+  [not-json]='this is not json'
+  [truncated]='{"Pod": {"metadata": {"name": "p"'
+  [array]='[1, 2, 3]'
+  [empty]=''
+  [nodenames-not-array]="{\"Pod\":$pod_json,\"NodeNames\":5}"
+  [nodenames-numbers]="{\"Pod\":$pod_json,\"NodeNames\":[1,2]}"
+  [pod-string]='{"Pod":"p","NodeNames":["a"]}'
+  [bad-gpu-quantity]='{"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","resources":{"requests":{"nvidia.com/gpu":"lots"}}}]}},"NodeNames":["a"]}'
+  [deep-nesting]="{\"Pod\":$pod_json,\"Extra\":$deep,\"NodeNames\":[]}"
+  [nul-bytes]=$'{"Pod":{"metadata":{"name":"p\x01"}}}'
+  [trailing-garbage]="{\"Pod\":$pod_json,\"NodeNames\":[]} xyz"
+)
+n_bad=0
+for name in "${!bad[@]}"; do
+  printf '%s' "${bad[$name]}" >"$work/bad.json"
+  for verb in filter prioritize bind preempt; do
+    # Some bodies are valid JSON for some verbs' purposes only in shape; all of these are malformed
+    # for every verb except where noted.
+    [[ $name == bad-gpu-quantity && ($verb == bind) ]] && continue
+    [[ $name == nodenames-* && ($verb == bind || $verb == preempt) ]] && continue
+    [[ $name == pod-string && $verb == bind ]] && continue
+    [[ $name == nul-bytes && $verb == bind ]] && continue
+    code=$(post "$verb" "$work/bad.json")
+    if [[ $code == 400 ]] && jq -e '.Error | type == "string" and length > 0' "$work/reply" >/dev/null 2>&1; then
+      n_bad=$((n_bad + 1))
+    else
+      fail "$name -> /$verb: HTTP $code, body $(head -c 200 "$work/reply")"
+    fi
+  done
+done
+ext_alive && ok "$n_bad malformed requests: 400 with a JSON Error body each; extender alive" ||
+  fail "extender not alive after malformed requests"
+log "   e.g. not JSON -> $(printf 'x' >"$work/bad.json"; post filter "$work/bad.json"; echo " $(head -c 150 "$work/reply")")"
+code=$(curl -s --max-time 5 -o "$work/reply" -w '%{http_code}' -X POST --data 'x' "$url/no-such-verb")
+[[ $code == 404 ]] && jq -e '.Error' "$work/reply" >/dev/null 2>&1 &&
+  ok "unknown path: 404 $(cat "$work/reply")" || fail "unknown path: HTTP $code $(head -c 200 "$work/reply")"
+
+# ------------------------------------------------------------------------------------------------
+log "2. bodies over --max-body-bytes ($max_body)"
+head -c $((2 * max_body)) /dev/zero | tr '\0' ' ' >"$work/huge.json"
+check_huge() { # DESCRIPTION CURL-RESULT
+  local what=$1 code=$2 rc=$3
+  if [[ $code == 413 ]]; then
+    ok "$what: 413 $(head -c 100 "$work/reply")"
+  elif [[ $code == 000 && ($rc == 52 || $rc == 55 || $rc == 56) ]]; then
+    ok "$what: connection closed by the server (curl exit $rc)"
+  else
+    fail "$what: HTTP $code (curl exit $rc) $(head -c 200 "$work/reply")"
+  fi
+}
+rc=0; code=$(post filter "$work/huge.json") || rc=$?
+check_huge "2 MiB body with Content-Length" "$code" "$rc"
+rc=0; code=$(post filter "$work/huge.json" -H 'Transfer-Encoding: chunked') || rc=$?
+check_huge "2 MiB chunked body" "$code" "$rc"
+# Only the header announces 64 GiB; a server that tried to allocate it would die.
+rc=0
+code=$(curl -s --max-time 10 -o "$work/reply" -w '%{http_code}' -H 'Content-Type: application/json' \
+  -H 'Content-Length: 68719476736' --data-binary '{}' "$url/filter") || rc=$?
+check_huge "Content-Length of 64 GiB, 2 bytes sent" "$code" "$rc"
+ext_alive && valid_served && ok "extender alive and serving after the huge bodies" ||
+  fail "extender not serving after the huge bodies"
+
+# ------------------------------------------------------------------------------------------------
+log "3. slow clients (read timeout ${read_timeout_ms} ms)"
+# slow_client PART: opens a connection, sends PART, then stalls; prints how it ended after at most
+# read timeout + 15 s: "closed" (EOF from the server, with what it sent) or "open".
+slow_client() {
+  local part=$1 out
+  exec 3<>"/dev/tcp/127.0.0.1/$ext_port"
+  printf '%b' "$part" >&3
+  # Other clients while this one stalls (read by the caller from $work/others).
+  {
+    local i served=0
+    for i in 1 2 3; do valid_served && served=$((served + 1)); done
+    echo "$served"
+  } >"$work/others"
+  if out=$(timeout $((read_timeout_ms / 1000 + 15)) cat <&3); then
+    echo "closed${out:+ after sending: $(head -1 <<<"$out" | tr -d '\r')}"
+  else
+    echo "open"
+  fi
+  exec 3<&-
+}
+for variant in headers half-headers; do
+  if [[ $variant == headers ]]; then
+    part="POST /filter HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"Pod\":"
+  else
+    part="POST /filter HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Le"
+  fi
+  ts=$SECONDS
+  how=$(slow_client "$part")
+  served=$(cat "$work/others")
+  if [[ $how == closed* ]]; then
+    ok "slow client ($variant then stall): $how, within $((SECONDS - ts)) s; $served of 3 other requests served meanwhile"
+  else
+    fail "slow client ($variant then stall): connection still open after $((read_timeout_ms / 1000 + 15)) s"
+  fi
+  [[ $served == 3 ]] || fail "only $served of 3 other requests were served while a slow client stalled"
+done
+ext_alive || fail "extender not alive after the slow clients"
+
+# ------------------------------------------------------------------------------------------------
+log "4. a kubeconfig with a wrong token"
+bad_token=nvl72-faults-e2e-wrong-token-$(openssl rand -hex 12)
+sed "s#token: .*#token: $bad_token#" "$KUBECONFIG" >"$work/bad-kubeconfig"
+grep -q "$bad_token" "$work/bad-kubeconfig" || { fail "could not write a kubeconfig with a wrong token"; }
+bad_health=$(e2e_free_port) bad_ext_port=$(e2e_free_port)
+e2e_start "$work/operator-badtoken.log" "$op_bin" --kubeconfig "$work/bad-kubeconfig" --namespace "$ns" \
+  --metrics-addr 0 --health-addr "127.0.0.1:$bad_health"
+bad_op=$E2E_PID
+e2e_start "$work/extender-badtoken.log" "$ext_bin" --kubeconfig "$work/bad-kubeconfig" \
+  --listen "127.0.0.1:$bad_ext_port"
+bad_ext=$E2E_PID
+unauthorized_logged() { grep -qi 'unauthorized\|401' "$1"; }
+e2e_wait_until 30 unauthorized_logged "$work/operator-badtoken.log" || true
+e2e_wait_until 10 unauthorized_logged "$work/extender-badtoken.log" || true
+for who in operator extender; do
+  f=$work/$who-badtoken.log
+  pid=$bad_op readyz=http://127.0.0.1:$bad_health/readyz
+  [[ $who == extender ]] && pid=$bad_ext readyz=http://127.0.0.1:$bad_ext_port/readyz
+  state_now="running, /readyz $(curl -s -o /dev/null -w '%{http_code}' --max-time 3 "$readyz")"
+  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null && st=0 || st=$?; state_now="exited with status $st"; }
+  [[ $state_now == *"/readyz 200"* ]] && fail "$who became ready with a wrong token"
+  if unauthorized_logged "$f"; then
+    ok "$who with a wrong token: $state_now; log says: $(grep -i -m1 'unauthorized\|401' "$f" | cut -c1-200)"
+  else
+    fail "$who with a wrong token: $state_now, but no Unauthorized/401 in its log: $(tail -3 "$f" | tr '\n' ' ' | cut -c1-300)"
+  fi
+  e2e_stop "$pid" 5
+done
+leaks=$(grep -l -e "$bad_token" -e "$NVL72_TOKEN" "$work"/*.log 2>/dev/null || true)
+[[ -z $leaks ]] && ok "neither the wrong token nor the admin token appears in any log" ||
+  fail "a token appears in: $leaks"
+
+# ------------------------------------------------------------------------------------------------
+log "5. SIGKILL of the operator and the extender while jobs are admitted, then restart"
+sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#EXTENDER_URL#$url#" -e "s#LEADER_ELECT#false#" \
+  "$repo/scheduler-plugin/scheduler-config.yaml" >"$work/nvl72-scheduler.yaml"
+e2e_start "$work/nvl72-scheduler.log" "$NVL72_KUBE_SCHEDULER" --config="$work/nvl72-scheduler.yaml" \
+  --secure-port="$(e2e_free_port)" --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
+  --authorization-kubeconfig="$KUBECONFIG"
+sched_pid=$E2E_PID
+start_operator() {
+  op_health=$(e2e_free_port)
+  e2e_start "$work/operator.log" "$op_bin" --kubeconfig "$KUBECONFIG" --namespace "$ns" \
+    --metrics-addr 0 --health-addr "127.0.0.1:$op_health" --admission-resync-seconds 5
+  op_pid=$E2E_PID
+}
+start_operator
+e2e_wait_url 60 "http://127.0.0.1:$op_health/readyz" || { fail "operator not ready"; exit 1; }
+job() { # NAME REPLICAS
+  cat <<YAML
+---
+apiVersion: nvl72.dev/v1alpha1
+kind: NVL72Job
+metadata: {name: $1}
+spec:
+  replicas: $2
+  gpusPerReplica: 4
+  topology: {mode: Required}
+  template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: 100m}}}]}}
+YAML
+}
+jobs_state() { kc -n "$ns" get nvj -o jsonpath='{range .items[*]}{.metadata.name} {.status.state}{"\n"}{end}'; }
+# "pod planned-node node phase" of every pod of the namespace
+pods_table() {
+  kc -n "$ns" get pods -o go-template --template='{{range .items}}{{.metadata.name}} {{index .metadata.annotations "nvl72.dev/node"}} {{or .spec.nodeName "-"}} {{.status.phase}}{{"\n"}}{{end}}'
+}
+all_running() { # COUNT: COUNT jobs, all Running
+  local s; s=$(jobs_state)
+  [[ $(grep -c ' Running$' <<<"$s") == "$1" && $(grep -c . <<<"$s") == "$1" ]]
+}
+ranks() { # "job rank node" of every placed rank
+  local j
+  for j in $(kc -n "$ns" get nvj -o jsonpath='{.items[*].metadata.name}'); do
+    kc -n "$ns" get nvj "$j" -o jsonpath='{range .status.placement.ranks[*]}{.rank} {.node}{"\n"}{end}' | sed "s/^/$j /"
+  done
+}
+job fa 4 | kc -n "$ns" apply -f - >/dev/null
+e2e_wait_until 90 all_running 1 || fail "fa not Running: $(jobs_state | tr '\n' ' ') $(pods_table | tr '\n' ';')"
+ok "job fa Running (4 ranks bound by kube-scheduler + extender)"
+ranks | sort >"$work/before"
+{ job fb 4; job fc 4; job fd 8; } | kc -n "$ns" apply -f - >/dev/null
+admitted_some() { grep -q "admitted $ns/f[bcd]" "$work/operator.log"; }
+e2e_wait_until 30 admitted_some || true
+kill -KILL "$op_pid" "$ext_pid" 2>/dev/null
+wait "$op_pid" "$ext_pid" 2>/dev/null || true
+log "SIGKILLed operator and extender: $(grep -c "admitted $ns/f[bcd]" "$work/operator.log" || true) of 3 new jobs admitted, $(pods_table | grep -c . || true) pods"
+ranks | sort >"$work/at-kill"
+sleep 2
+start_extender
+e2e_wait_url 60 "$url/readyz" || fail "extender not ready after restart"
+start_operator
+e2e_wait_url 60 "http://127.0.0.1:$op_health/readyz" || fail "operator not ready after restart"
+ok "extender and operator restarted"
+if e2e_wait_until 120 all_running 4; then
+  ok "all 4 jobs Running after the restart"
+else
+  fail "jobs after restart: $(jobs_state | tr '\n' ' '); pods: $(pods_table | awk '{print $4}' | sort | uniq -c | tr '\n' ' ')"
+fi
+ranks | sort >"$work/after"
+changed=$(join <(awk '{print $1 "/" $2, $3}' "$work/at-kill" | sort) <(awk '{print $1 "/" $2, $3}' "$work/after" | sort) |
+  awk '$2 != $3' | wc -l)
+[[ $changed == 0 && -s $work/at-kill ]] && ok "$(wc -l <"$work/at-kill") ranks placed before the kill kept their nodes" ||
+  fail "$changed ranks moved after the restart (placed before the kill: $(wc -l <"$work/at-kill"))"
+[[ $(awk '{print $3}' "$work/after" | sort | uniq -d | wc -l) == 0 ]] && ok "no node holds two ranks" ||
+  fail "a node holds two ranks: $(awk '{print $3}' "$work/after" | sort | uniq -d | tr '\n' ' ')"
+t=$(pods_table)
+n_pods=$(grep -c . <<<"$t" || true)
+off=$(awk '$2 != $3' <<<"$t" | wc -l)
+[[ $n_pods == 20 && $(awk '{print $1}' <<<"$t" | sort -u | wc -l) == 20 ]] && ok "20 pods for 20 ranks, no duplicates" ||
+  fail "$n_pods pods for 20 ranks"
+[[ $off == 0 ]] && ok "every pod bound to its planned node" || fail "$off pods off their planned node"
+# The restarted extender knows the plans (from the API, not from memory): a filter for rank 0 of fa
+# over every node passes only the planned node.
+planned=$(awk '$1 == "fa" && $2 == 0 {print $3}' "$work/after")
+pod0=$(kc -n "$ns" get pod fa-0 -o json | jq -c '.spec.nodeName = null')
+printf '{"Pod":%s,"NodeNames":[%s]}' "$pod0" "$names_json" >"$work/rank0.json"
+code=$(post filter "$work/rank0.json")
+passed=$(jq -r '.NodeNames | join(",")' "$work/reply" 2>/dev/null || true)
+if [[ $code == 200 && $passed == "$planned" ]]; then
+  ok "restarted extender: filter for fa-0 passes only its planned node $planned"
+elif [[ $code == 200 && -z $passed ]] && ! grep -qx "$planned" <<<"$node_names"; then
+  ok "restarted extender: filter for fa-0 passes none of the first 36 nodes ($planned is not among them)"
+else
+  fail "restarted extender: filter for fa-0 -> HTTP $code passes '$passed', planned $planned"
+fi
+
+if ((failures > 0)); then log "$failures failures"; exit 1; fi
+log "PASS in $((SECONDS - t0)) s"
