@@ -3,6 +3,8 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <charconv>
+#include <cstdint>
 #include <regex>
 
 namespace nvl72::extender {
@@ -13,6 +15,33 @@ constexpr const char* kJson = "application/json";
 std::string RegexEscape(const std::string& s) {
   static const std::regex special(R"([.^$|()\[\]{}*+?\\])");
   return std::regex_replace(s, special, R"(\$&)");
+}
+
+// Reads the request body into `body`, at most `max_bytes` of it. 200 (empty body) when it was read;
+// 413 when it is larger (known from Content-Length before reading, or while reading a chunked body);
+// 408 when it could not be read completely (the client stalled past the read timeout or went away).
+Response ReadBody(const httplib::Request& req, const httplib::ContentReader& read_body, size_t max_bytes,
+                  std::string* body) {
+  if (req.has_header("Content-Length")) {
+    const std::string length = req.get_header_value("Content-Length");
+    uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), n);
+    if (ec == std::errc::result_out_of_range || (ec == std::errc() && n > static_cast<uint64_t>(max_bytes))) {
+      return {413, ErrorBody("request body too large")};
+    }
+  }
+  bool too_large = false;
+  const bool read = read_body([&](const char* data, size_t n) {
+    if (body->size() + n > max_bytes) {
+      too_large = true;
+      return false;
+    }
+    body->append(data, n);
+    return true;
+  });
+  if (too_large) return {413, ErrorBody("request body too large")};
+  if (!read) return {408, ErrorBody("request body not received completely (client too slow or gone)")};
+  return {200, ""};
 }
 
 }  // namespace
@@ -78,10 +107,15 @@ void Server::Stop() {
 
 void Server::Routes() {
   const std::string pattern = RegexEscape(options_.prefix) + "/(filter|prioritize|bind|preempt)";
-  http_->Post(pattern, [this](const httplib::Request& req, httplib::Response& res) {
+  // The verbs read their body themselves: httplib 0.11 enforces the payload limit only for bodies
+  // with a Content-Length and reads a chunked body of any size into memory.
+  http_->Post(pattern, [this](const httplib::Request& req, httplib::Response& res,
+                              const httplib::ContentReader& read_body) {
     const auto start = std::chrono::steady_clock::now();
     const std::string verb = req.matches[1];
-    Response r = service_->Handle(verb, req.body);
+    std::string body;
+    Response r = ReadBody(req, read_body, options_.max_body_bytes, &body);
+    if (r.code == 200) r = service_->Handle(verb, body);
     res.status = r.code;
     res.set_content(std::move(r.body), kJson);
     if (metrics_ != nullptr) {

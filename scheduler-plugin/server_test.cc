@@ -15,6 +15,9 @@
 #include <fstream>
 #include <thread>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "kube/clock.h"
@@ -150,6 +153,79 @@ TEST_F(ServerTest, OversizedBodyGets413) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 413);
   EXPECT_TRUE(Json::parse(res->body).contains("Error"));
+}
+
+// httplib 0.11 checks the payload limit only against Content-Length: a chunked body used to be read
+// whole into memory (200 MB -> 281 MB peak RSS in the fault test) and then parsed.
+TEST_F(ServerTest, ChunkedBodyOverTheLimitGets413) {
+  ServerOptions o;
+  o.max_body_bytes = 4096;
+  StartServer(o);
+  httplib::Client cli("127.0.0.1", server_->port());
+  size_t sent = 0;
+  auto res = cli.Post(
+      "/filter",
+      [&](size_t, httplib::DataSink& sink) {
+        const std::string piece(8192, ' ');
+        if (sent < (1u << 20) && sink.write(piece.data(), piece.size())) {
+          sent += piece.size();
+        } else {
+          sink.done();
+        }
+        return true;
+      },
+      "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413);
+  EXPECT_TRUE(Json::parse(res->body).contains("Error"));
+  // A small chunked body is still served.
+  bool done = false;
+  auto ok = cli.Post(
+      "/filter",
+      [&](size_t, httplib::DataSink& sink) {
+        if (!done) {
+          const std::string body = FilterBody(MakePod("ml", "p", 1), {"r000-n02"});
+          sink.write(body.data(), body.size());
+          done = true;
+        } else {
+          sink.done();
+        }
+        return true;
+      },
+      "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+}
+
+// A client that sends the headers and part of the body, then stalls: 408 with a JSON body after the
+// read timeout; other clients are served meanwhile.
+TEST_F(ServerTest, StalledBodyGets408AfterTheReadTimeout) {
+  ServerOptions o;
+  o.read_timeout = std::chrono::milliseconds(300);
+  StartServer(o);
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string head = "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"Pod\":";
+  ASSERT_EQ(write(fd, head.data(), head.size()), static_cast<ssize_t>(head.size()));
+  httplib::Client other("127.0.0.1", server_->port());
+  EXPECT_EQ(other.Get("/healthz")->status, 200);
+  timeval tv{10, 0};  // a deadline for the test, not a timing assertion
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string reply;
+  char buf[512];
+  while (reply.find("}") == std::string::npos) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    reply.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 408", 0), 0u) << reply;
+  EXPECT_NE(reply.find("{\"Error\":"), std::string::npos) << reply;
 }
 
 TEST_F(ServerTest, HealthReadinessAndMetrics) {
