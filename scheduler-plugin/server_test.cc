@@ -175,10 +175,15 @@ TEST_F(ServerTest, ChunkedBodyOverTheLimitGets413) {
         return true;
       },
       "application/json");
-  ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 413);
-  EXPECT_TRUE(Json::parse(res->body).contains("Error"));
+  // The server answers 413 as soon as the limit is passed and stops reading: the client, still
+  // writing, either reads the 413 or sees the connection fail. Either way the handler said 413.
+  if (res) {
+    EXPECT_EQ(res->status, 413);
+    EXPECT_TRUE(Json::parse(res->body).contains("Error"));
+  }
+  EXPECT_NE(metrics_.Serialize().find("code=\"413\",verb=\"filter\""), std::string::npos);
   // A small chunked body is still served.
+  cli.stop();
   bool done = false;
   auto ok = cli.Post(
       "/filter",
