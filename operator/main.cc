@@ -13,6 +13,7 @@
 
 #include "kube/config.h"
 #include "kube/http_client.h"
+#include "kube/preflight.h"
 #include "operator/controller.h"
 #include "operator/log.h"
 #include "operator/metrics.h"
@@ -67,6 +68,12 @@ int Main(int argc, char** argv) {
   auto client = kube::HttpClient::Create(*config);
   if (!client.ok()) {
     NVL72_LOG(kError) << "client: " << client.status();
+    return 1;
+  }
+
+  // A wrong or revoked token would leave the informers retrying (and /readyz 503) without a word.
+  if (Status s = kube::CheckCredentials(client->get(), kube::kNodes); !s.ok()) {
+    NVL72_LOG(kError) << "the API server rejected our credentials (" << config->DebugString() << "): " << s;
     return 1;
   }
 

@@ -10,6 +10,7 @@
 #include "kube/clock.h"
 #include "kube/config.h"
 #include "kube/http_client.h"
+#include "kube/preflight.h"
 #include "scheduler-plugin/cluster_cache.h"
 #include "scheduler-plugin/flags.h"
 #include "scheduler-plugin/metrics.h"
@@ -82,6 +83,11 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // A wrong or revoked token would leave the informers retrying (and /readyz 503) without a word.
+  if (Status s = kube::CheckCredentials(client->get(), kube::kNodes); !s.ok()) {
+    Log(3, "the API server rejected our credentials (" + config->DebugString() + "): " + s.ToString());
+    return 1;
+  }
   ClusterCacheOptions cache_options;
   cache_options.view.spares_per_domain = flags->extender.spares_per_domain;
   cache_options.view.cluster.domain_label = flags->domain_label;
