@@ -51,6 +51,7 @@ else
   state=$work/cluster own_cluster=1
 fi
 cleanup() {
+  set +e  # best effort: a process that already exited must not stop the clean-up
   [[ -n $sampler_pid ]] && kill "$sampler_pid" 2>/dev/null
   if [[ -n $ext_pid ]]; then
     kill -TERM "$ext_pid" 2>/dev/null
@@ -59,9 +60,8 @@ cleanup() {
   fi
   ((own_cluster)) && "$lc" down --state "$state" >/dev/null 2>&1
   rm -rf "$work"
-  return 0
 }
-trap cleanup EXIT
+trap 'rc=$?; cleanup; exit "$rc"' EXIT
 trap 'exit 130' INT TERM
 
 if ((own_cluster)); then
