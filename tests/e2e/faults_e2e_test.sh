@@ -102,7 +102,7 @@ ok "nvl72-extender ready on $url (--max-body-bytes $max_body --request-timeout-m
 ext_alive() { kill -0 "$ext_pid" 2>/dev/null && [[ $(curl -s --max-time 5 "$url/healthz") == ok ]]; }
 
 # A valid filter body: a 1-GPU pod and some node names.
-node_names=$(kc get nodes -l nvidia.com/gpu.clique -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | head -36)
+node_names=$(kc get nodes -l nvidia.com/gpu.clique -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | awk 'NR <= 36')
 names_json=$(awk 'NF { printf "%s\"%s\"", (n++ ? "," : ""), $1 }' <<<"$node_names")
 pod_json='{"metadata":{"name":"p","namespace":"default","uid":"u1"},"spec":{"containers":[{"name":"c","resources":{"requests":{"nvidia.com/gpu":"1"}}}]}}'
 printf '{"Pod":%s,"NodeNames":[%s]}' "$pod_json" "$names_json" >"$work/valid.json"
@@ -242,7 +242,7 @@ for who in operator extender; do
   f=$work/$who-badtoken.log
   pid=$bad_op readyz=http://127.0.0.1:$bad_health/readyz
   [[ $who == extender ]] && pid=$bad_ext readyz=http://127.0.0.1:$bad_ext_port/readyz
-  state_now="running, /readyz $(curl -s -o /dev/null -w '%{http_code}' --max-time 3 "$readyz")"
+  state_now="running, /readyz $(curl -s -o /dev/null -w '%{http_code}' --max-time 3 "$readyz" || true)"
   kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null && st=0 || st=$?; state_now="exited with status $st"; }
   [[ $state_now == *"/readyz 200"* ]] && fail "$who became ready with a wrong token"
   if unauthorized_logged "$f"; then
