@@ -17,7 +17,8 @@
 #  4. the operator and the extender started with a kubeconfig whose token is wrong: never ready,
 #     a clear "Unauthorized" error in the log, the token string nowhere in any log (nor the real
 #     admin token);
-#  5. SIGKILL of the operator and the extender in the middle of admitting jobs, then restart:
+#  5. the operator's health port answers a garbage request line with 400 and stays healthy;
+#     SIGKILL of the operator and the extender in the middle of admitting jobs, then restart:
 #     every job placed and Running, placements made before the kill unchanged, exactly one pod per
 #     rank, every pod on its planned node, and the restarted extender's filter sends a rank only to
 #     its planned node (state recovered from the API server).
@@ -272,6 +273,17 @@ start_operator() {
 }
 start_operator
 e2e_wait_url 60 "http://127.0.0.1:$op_health/readyz" || { fail "operator not ready"; exit 1; }
+# The operator's health listener gets a garbage request line too.
+exec 4<>"/dev/tcp/127.0.0.1/$op_health"
+printf 'GARBAGE\r\n\r\n' >&4
+line=''
+IFS= read -r -t 10 line <&4 || true
+exec 4<&-
+if [[ ${line%$'\r'} == "HTTP/1.1 400"* ]] && e2e_wait_url 5 "http://127.0.0.1:$op_health/healthz" && kill -0 "$op_pid"; then
+  ok "operator health port: garbage request line -> '${line%$'\r'}', still healthy"
+else
+  fail "operator health port after garbage: reply '${line%$'\r'}', healthz or process gone"
+fi
 job() { # NAME REPLICAS
   cat <<YAML
 ---
