@@ -21,7 +21,9 @@
 #     SIGKILL of the operator and the extender in the middle of admitting jobs, then restart:
 #     every job placed and Running, placements made before the kill unchanged, exactly one pod per
 #     rank, every pod on its planned node, and the restarted extender's filter sends a rank only to
-#     its planned node (state recovered from the API server).
+#     its planned node (state recovered from the API server);
+#  6. kube-apiserver restarted (scripts/local-cluster restart-apiserver) under the running operator,
+#     extender and kube-scheduler: a job created afterwards runs, no placement changes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -361,6 +363,22 @@ elif [[ $code == 200 && -z $passed ]] && ! grep -qx "$planned" <<<"$node_names";
 else
   fail "restarted extender: filter for fa-0 -> HTTP $code passes '$passed', planned $planned"
 fi
+
+# ------------------------------------------------------------------------------------------------
+log "6. kube-apiserver restart under the running operator, extender and kube-scheduler"
+ranks | sort >"$work/before-restart"
+"$lc" restart-apiserver --state "$state" >"$work/restart-apiserver.log" 2>&1 || fail "restart-apiserver failed"
+job fe 4 | kc -n "$ns" apply -f - >/dev/null
+if e2e_wait_until 90 all_running 5; then
+  ok "a job created after the restart is admitted, bound and Running; the others still Running"
+else
+  fail "after the apiserver restart: $(jobs_state | tr '\n' ' ')"
+fi
+ranks | sort >"$work/after-restart"
+[[ $(join <(awk '{print $1 "/" $2, $3}' "$work/before-restart" | sort) <(awk '{print $1 "/" $2, $3}' "$work/after-restart" | sort) |
+  awk '$2 != $3' | wc -l) == 0 ]] && ok "no placement changed across the restart" || fail "placements changed across the restart"
+kill -0 "$op_pid" 2>/dev/null && kill -0 "$ext_pid" 2>/dev/null && e2e_wait_url 30 "$url/readyz" &&
+  ok "operator and extender alive, extender ready" || fail "operator or extender gone or not ready after the apiserver restart"
 
 if ((failures > 0)); then log "$failures failures"; exit 1; fi
 log "PASS in $((SECONDS - t0)) s"
