@@ -8,7 +8,8 @@ Status CheckCredentials(Client* client, const ResourceRef& resource) {
   ListOptions one;
   one.limit = 1;
   StatusOr<ListResult> list = client->List(resource, "", one);
-  if (list.ok() || !(IsUnauthorized(list.status()) || IsForbidden(list.status()))) return Status::Ok();
+  if (list.ok() || !(IsUnauthorized(list.status()) || IsForbidden(list.status())))
+    return Status::Ok();
   return list.status();
 }
 

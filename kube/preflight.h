@@ -4,8 +4,8 @@
 // server that is down or restarting but leaves a binary with a wrong, expired or revoked token (or
 // missing RBAC) waiting for its caches forever without a word. CheckCredentials lists one object of
 // `resource` (a read the caller needs anyway) and returns the error when the API server rejects the
-// credentials (401 -> kUnauthenticated) or the permission (403 -> kPermissionDenied): errors that no
-// retry fixes. Every other outcome (success, 404 for a CRD not installed yet, an unreachable API
+// credentials (401 -> kUnauthenticated) or the permission (403 -> kPermissionDenied): errors that
+// no retry fixes. Every other outcome (success, 404 for a CRD not installed yet, an unreachable API
 // server) is OK: the informers deal with those. Error messages never contain the token.
 //
 // Thread-safety: as the client's.

@@ -73,7 +73,8 @@ int Main(int argc, char** argv) {
 
   // A wrong or revoked token would leave the informers retrying (and /readyz 503) without a word.
   if (Status s = kube::CheckCredentials(client->get(), kube::kNodes); !s.ok()) {
-    NVL72_LOG(kError) << "the API server rejected our credentials (" << config->DebugString() << "): " << s;
+    NVL72_LOG(kError) << "the API server rejected our credentials (" << config->DebugString()
+                      << "): " << s;
     return 1;
   }
 

@@ -85,7 +85,8 @@ int main(int argc, char** argv) {
 
   // A wrong or revoked token would leave the informers retrying (and /readyz 503) without a word.
   if (Status s = kube::CheckCredentials(client->get(), kube::kNodes); !s.ok()) {
-    Log(3, "the API server rejected our credentials (" + config->DebugString() + "): " + s.ToString());
+    Log(3,
+        "the API server rejected our credentials (" + config->DebugString() + "): " + s.ToString());
     return 1;
   }
   ClusterCacheOptions cache_options;

@@ -18,15 +18,16 @@ std::string RegexEscape(const std::string& s) {
 }
 
 // Reads the request body into `body`, at most `max_bytes` of it. 200 (empty body) when it was read;
-// 413 when it is larger (known from Content-Length before reading, or while reading a chunked body);
-// 408 when it could not be read completely (the client stalled past the read timeout or went away).
-Response ReadBody(const httplib::Request& req, const httplib::ContentReader& read_body, size_t max_bytes,
-                  std::string* body) {
+// 413 when it is larger (known from Content-Length before reading, or while reading a chunked
+// body); 408 when it could not be read completely (the client stalled past the read timeout or left).
+Response ReadBody(const httplib::Request& req, const httplib::ContentReader& read_body,
+                  size_t max_bytes, std::string* body) {
   if (req.has_header("Content-Length")) {
     const std::string length = req.get_header_value("Content-Length");
     uint64_t n = 0;
     const auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), n);
-    if (ec == std::errc::result_out_of_range || (ec == std::errc() && n > static_cast<uint64_t>(max_bytes))) {
+    if (ec == std::errc::result_out_of_range ||
+        (ec == std::errc() && n > static_cast<uint64_t>(max_bytes))) {
       return {413, ErrorBody("request body too large")};
     }
   }
@@ -40,7 +41,7 @@ Response ReadBody(const httplib::Request& req, const httplib::ContentReader& rea
     return true;
   });
   if (too_large) return {413, ErrorBody("request body too large")};
-  if (!read) return {408, ErrorBody("request body not received completely (client too slow or gone)")};
+  if (!read) return {408, ErrorBody("request body incomplete (client too slow or gone)")};
   return {200, ""};
 }
 

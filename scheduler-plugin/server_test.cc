@@ -2,12 +2,15 @@
 #include "scheduler-plugin/server.h"
 
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
 #include <openssl/ec.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdio>
@@ -15,9 +18,6 @@
 #include <fstream>
 #include <thread>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "kube/clock.h"
@@ -215,7 +215,8 @@ TEST_F(ServerTest, StalledBodyGets408AfterTheReadTimeout) {
   addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  const std::string head = "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"Pod\":";
+  const std::string head =
+      "POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"Pod\":";
   ASSERT_EQ(write(fd, head.data(), head.size()), static_cast<ssize_t>(head.size()));
   httplib::Client other("127.0.0.1", server_->port());
   EXPECT_EQ(other.Get("/healthz")->status, 200);
