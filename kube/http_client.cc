@@ -256,15 +256,18 @@ struct HttpClient::Impl {
     return cli;
   }
 
-  StatusOr<std::unique_ptr<httplib::ClientImpl>> Acquire() {
+  // A pooled (kept-alive) connection if there is one (`*pooled` true), else a new one.
+  StatusOr<std::unique_ptr<httplib::ClientImpl>> Acquire(bool* pooled) {
     {
       std::lock_guard<std::mutex> l(mu);
       if (!pool.empty()) {
         auto c = std::move(pool.back());
         pool.pop_back();
+        *pooled = true;
         return c;
       }
     }
+    *pooled = false;
     return NewConnection(config.request_timeout);
   }
 
@@ -313,8 +316,10 @@ struct HttpClient::Impl {
   StatusOr<Json> Do(std::string_view method, const std::string& path, const std::string* body,
                     std::string_view content_type) {
     bool retried_auth = false;
+    bool retried_stale = false;
     while (true) {
-      auto cli = Acquire();
+      bool pooled = false;
+      auto cli = retried_stale ? NewConnection(config.request_timeout) : Acquire(&pooled);
       if (!cli.ok()) return cli.status();
       httplib::Request req;
       req.method = std::string(method);
@@ -328,6 +333,15 @@ struct HttpClient::Impl {
       httplib::Error err = httplib::Error::Success;
       bool ok = (*cli)->send(req, res, err);
       if (!ok) {
+        // A kept-alive connection the API server closed meanwhile (its idle timeout; over TLS the
+        // close_notify it sends first makes the socket look alive to httplib) fails the request
+        // before any answer: once more on a new connection, when that cannot do anything twice: the
+        // request was not written, or it is a GET. (Seen in the soak: binds failed this way.)
+        if (pooled && !retried_stale &&
+            (err == httplib::Error::Write || (err == httplib::Error::Read && method == "GET"))) {
+          retried_stale = true;
+          continue;
+        }
         return TransportFailure(cli->get(), err, std::string(method) + " " + path);
       }
       Release(std::move(cli).value());

@@ -6,7 +6,13 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <string>
 #include <thread>
 
 namespace nvl72::kube {
@@ -331,6 +337,58 @@ TEST_F(HttpClientTest, TokenFileReReadAfter401) {
   write_token("new\n");  // rotated
   EXPECT_TRUE((*c)->Get(kPods, "ns", "p").ok());
   unlink(path);
+}
+
+// A kept-alive connection that the server closes after a reply, sending a stray byte first (as a
+// TLS server's close_notify does, so the socket still looks alive): the next request must not
+// fail. The soak saw the extender's binds fail exactly so (a transport Read/Write error).
+TEST(HttpClientStaleConnectionTest, APooledConnectionTheServerClosedIsRetriedOnANewOne) {
+  const int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(lfd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(lfd, 4), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(lfd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  std::atomic<int> connections{0};
+  std::thread server([&] {
+    for (int i = 0; i < 2; ++i) {  // each connection answers one request
+      const int c = accept(lfd, nullptr, nullptr);
+      if (c < 0) return;
+      ++connections;
+      timeval tv{5, 0};
+      setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      std::string request;
+      char buf[1024];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = read(c, buf, sizeof buf);
+        if (n <= 0) break;
+        request.append(buf, static_cast<size_t>(n));
+      }
+      const std::string reply =
+          "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+      EXPECT_EQ(write(c, reply.data(), reply.size()), static_cast<ssize_t>(reply.size()));
+      std::this_thread::sleep_for(100ms);
+      EXPECT_EQ(write(c, "\x15", 1), 1);  // the stray byte, then the close
+      close(c);
+    }
+  });
+  Config config;
+  config.server = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  config.token = "t";
+  config.request_timeout = 5s;
+  auto client = HttpClient::Create(config);
+  ASSERT_TRUE(client.ok()) << client.status();
+  EXPECT_TRUE((*client)->Request("GET", "/api/v1/namespaces/a", nullptr, "").ok());
+  std::this_thread::sleep_for(300ms);  // the server has sent its stray byte and closed
+  auto second = (*client)->Request("GET", "/api/v1/namespaces/b", nullptr, "");
+  EXPECT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(connections.load(), 2);
+  shutdown(lfd, SHUT_RDWR);
+  close(lfd);
+  server.join();
 }
 
 }  // namespace
