@@ -298,6 +298,10 @@ TEST_F(ServerTest, ConcurrentClients) {
     threads.emplace_back([&] {
       httplib::Client cli("127.0.0.1", server_->port());
       cli.set_keep_alive(true);
+      cli.set_tcp_nodelay(true);  // else Nagle + delayed ACK add ~40 ms to every request
+      cli.set_connection_timeout(std::chrono::seconds(5));
+      cli.set_read_timeout(std::chrono::seconds(5));
+      cli.set_write_timeout(std::chrono::seconds(5));
       for (int i = 0; i < 25; ++i) {
         auto res = cli.Post("/filter", FilterBody(MakePod("ml", "p", 1), {"r000-n02"}), "application/json");
         if (res && res->status == 200) ++ok;

@@ -83,10 +83,12 @@ StatusOr<PreemptionArgs> ParsePreemptionArgs(std::string_view body, std::string_
 // ---- replies ----
 
 // ExtenderFilterResult in node-cache mode: NodeNames = passed, Nodes = null.
+// Views into strings the caller keeps alive until serialized. Reasons are usually shared by many
+// nodes (one per job or domain): the serializer escapes a run of the same reason once.
 struct FilterReply {
   std::vector<std::string_view> passed;
-  std::vector<std::pair<std::string_view, std::string>> failed;
-  std::vector<std::pair<std::string_view, std::string>> unresolvable;
+  std::vector<std::pair<std::string_view, std::string_view>> failed;
+  std::vector<std::pair<std::string_view, std::string_view>> unresolvable;
   std::string error;
 };
 std::string SerializeFilterResult(const FilterReply& reply);

@@ -115,6 +115,24 @@ TEST(WireTest, MalformedRequestsAreErrorsNotCrashes) {
   EXPECT_TRUE(ok.ok()) << ok.status();
 }
 
+TEST(WireTest, FilterResultSharedReasonsAreEscapedPerView) {
+  // One buffer, three views: the whole reason, a prefix of it (same address, other length) and
+  // another reason; each node must get exactly its own text, escaped.
+  const std::string shared = "spare of \"rack-0\"\n(kept free)";
+  const std::string other = "reserved for gang ml/a";
+  FilterReply r;
+  r.failed = {{"n1", shared}, {"n2", std::string_view(shared).substr(0, 8)}, {"n3", other},
+              {"n4", shared}, {"n5", std::string_view(shared).substr(0, 8)}};
+  const Json j = Json::parse(SerializeFilterResult(r));
+  const Json& f = j.at("FailedNodes");
+  EXPECT_EQ(f.size(), 5u);
+  EXPECT_EQ(f.at("n1"), shared);
+  EXPECT_EQ(f.at("n2"), "spare of");
+  EXPECT_EQ(f.at("n3"), other);
+  EXPECT_EQ(f.at("n4"), shared);
+  EXPECT_EQ(f.at("n5"), "spare of");
+}
+
 TEST(WireTest, FilterResultUsesGoFieldNames) {
   FilterReply r;
   r.passed = {"n1"};
