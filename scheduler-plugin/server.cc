@@ -25,7 +25,7 @@ Response ReadBody(const httplib::Request& req, const httplib::ContentReader& rea
   if (req.has_header("Content-Length")) {
     const std::string length = req.get_header_value("Content-Length");
     uint64_t n = 0;
-    const auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), n);
+    const std::errc ec = std::from_chars(length.data(), length.data() + length.size(), n).ec;
     if (ec == std::errc::result_out_of_range ||
         (ec == std::errc() && n > static_cast<uint64_t>(max_bytes))) {
       return {413, ErrorBody("request body too large")};
