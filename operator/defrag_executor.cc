@@ -80,7 +80,8 @@ DefragDecision PlanDefragMoves(const placement::PlacementPolicy& policy,
     auto spec = model::ParseJobSpec(kube::AtPath(*j, "/spec"));
     if (!stored.ok() || !stored->has_value() || !spec.ok()) continue;
     const auto moved_at = LastMoveTime(*j);
-    const bool movable = spec->preemptible && !kube::IsBeingDeleted(*j) && !model::JobFinished(*j) &&
+    const bool movable = spec->preemptible && !kube::IsBeingDeleted(*j) &&
+                         !model::JobFinished(*j) &&
                          !model::ConditionIsTrue(*j, model::kConditionRecovering) &&
                          !model::ConditionIsTrue(*j, kConditionMoved) &&
                          !(moved_at && now - *moved_at < options.cooldown);
@@ -215,7 +216,8 @@ StatusOr<DefragDecision> DefragExecutor::Run(const model::ClusterState& state,
                                          {.field_manager = config_.field_manager});
     if (!written.ok()) {
       Report("failed");
-      NVL72_LOG(kWarning) << "defragmentation: move of " << m.key << " failed: " << written.status();
+      NVL72_LOG(kWarning) << "defragmentation: move of " << m.key
+                          << " failed: " << written.status();
       return written.status();
     }
     Report("started");
@@ -229,9 +231,10 @@ StatusOr<DefragDecision> DefragExecutor::Run(const model::ClusterState& state,
 std::string_view DefragExecutor::FinishMove(const Json& job, Json& status, bool running,
                                             bool failed, Time now) {
   if (!model::ConditionIsTrue(job, kConditionMoved) || (!running && !failed)) return "";
-  SetCondition(status, kConditionMoved, "False", failed ? "MoveFailed" : "MoveCompleted",
-               failed ? "the job failed after it was moved" : "every rank runs again on the new nodes",
-               kube::Generation(job), now);
+  SetCondition(
+      status, kConditionMoved, "False", failed ? "MoveFailed" : "MoveCompleted",
+      failed ? "the job failed after it was moved" : "every rank runs again on the new nodes",
+      kube::Generation(job), now);
   return failed ? "failed" : "completed";
 }
 

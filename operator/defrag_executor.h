@@ -35,12 +35,11 @@
 #include <chrono>
 #include <functional>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "kube/client.h"
@@ -112,7 +111,8 @@ class DefragExecutor {
 
   // METRICS HOOK (single call site for defragmentation moves): called with "started" when a move
   // is committed, "completed" when the moved job runs again, "failed" when the commit fails or the
-  // moved job fails. To be wired to Metrics::CountDefragMove(result) once operator/metrics.h has it.
+  // moved job fails. To be wired to Metrics::CountDefragMove(result) once operator/metrics.h has
+  // it.
   void SetMoveHook(MoveHook hook) { hook_ = std::move(hook); }
 
   // Plans (PlanDefragMoves) and executes. Returns the decision; an error when a move's write

@@ -51,7 +51,7 @@ inline Json Node(int rack, int i) {
 }
 
 inline Json Job(const std::string& name, int replicas, const std::string& policy = "InPlace",
-         int grace = 30, int max_recoveries = 10) {
+                int grace = 30, int max_recoveries = 10) {
   return {
       {"apiVersion", "nvl72.dev/v1alpha1"},
       {"kind", "NVL72Job"},
