@@ -17,6 +17,8 @@ using std::chrono::milliseconds;
 using Time = std::chrono::system_clock::time_point;
 
 constexpr std::string_view kReasonDefragmentation = "Defragmentation";
+// Waiting gangs (in admission order) a pass plans for at most; the rest wait for the next pass.
+constexpr int kMaxGangsPlannedPerPass = 3;
 
 std::optional<Time> LastMoveTime(const Json& job) {
   const Json& t = kube::AtPath(job, "/status/lastDefragMoveTime");
@@ -101,11 +103,14 @@ DefragDecision PlanDefragMoves(const placement::PlacementPolicy& policy,
   }
 
   std::string why_not = "no waiting Required gang has enough free GPUs in total";
+  int tried = 0;
   for (const DefragWaitingJob& w : waiting) {
     if (w.spec->mode != placement::TopologyMode::kRequired) continue;
     const std::string wkey = kube::KeyOf(*w.job);
     const placement::GangRequest req = model::ToGangRequest(*w.spec, wkey, w.priority);
     if (free_total < req.TotalGpus()) continue;
+    // PlanDefrag tries combinations per domain: bound the work of one admission pass.
+    if (++tried > kMaxGangsPlannedPerPass) break;
     placement::DefragPlan plan =
         placement::PlanDefrag(snap, policy, req, running, options.max_concurrent_moves);
     if (!plan.found || plan.moves.empty()) {

@@ -4,11 +4,11 @@
 // Two layers, like operator/recovery.h:
 //  - PlanDefragMoves(): pure. From the admission pass's ClusterState, the jobs still waiting (in
 //    admission order) and every NVL72Job, it picks the first waiting Required gang that could use a
-//    freed domain, asks the placement core (placement::PlanDefrag) for the fewest preemptible jobs
-//    to move, and checks that the plan really makes room: the waiting gang then fits in the freed
-//    domain AND every moved job has a new placement elsewhere at once (the waiting gang's nodes
-//    taken first). A plan that does not free room, or would leave a moved job without nodes, is not
-//    executed.
+//    freed domain (at most the first 3 eligible gangs are planned for per pass), asks the placement
+//    core (placement::PlanDefrag) for the fewest preemptible jobs to move, and checks that the plan
+//    really makes room: the waiting gang then fits in the freed domain AND every moved job has a
+//    new placement elsewhere at once (the waiting gang's nodes taken first). A plan that does not
+//    free room, or would leave a moved job without nodes, is not executed.
 //  - DefragExecutor: applies a plan. Each move is one status write of the moved job with optimistic
 //    concurrency: the new status.placement (the reservation at the new nodes), condition Moved True
 //    (reason Defragmentation, says for whom and from where to where), defragMoves+1 and
