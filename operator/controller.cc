@@ -127,10 +127,22 @@ Status Controller::Run(std::stop_token stop) {
   ropts.policy = options_.policy;
   ropts.spares_per_domain = options_.spares_per_domain;
   ropts.master_port = options_.master_port;
+  if (options_.recovery_wait_seconds >= 0) {
+    ropts.recovery.wait_bound = std::chrono::seconds(options_.recovery_wait_seconds);
+  }
+  ropts.recovery.move_cordoned_ranks = options_.cordoned_ranks == "move";
+  ropts.recovery.stale_pod_grace_seconds = options_.defrag_grace_seconds;
+  ropts.defrag.enabled = options_.defrag;
+  ropts.defrag.max_concurrent_moves = options_.defrag_max_concurrent_moves;
+  ropts.defrag.min_interval = std::chrono::seconds(options_.defrag_min_interval_seconds);
+  ropts.defrag.cooldown = std::chrono::seconds(options_.defrag_cooldown_seconds);
   Reconciler reconciler(client_, &store, &recorder, metrics_,
                         [&](const std::string& key) { queue.Add(key); }, ropts);
-  reconciler.recovery()->SetEnqueueAfter(
+  reconciler.SetEnqueueAfter(
       [&](const std::string& key, std::chrono::milliseconds d) { queue.AddAfter(key, d); });
+  // TODO(metrics merge): wire the defragmentation move counter here, the only place needed:
+  //   reconciler.defrag()->SetMoveHook(
+  //       [this](std::string_view result) { if (metrics_) metrics_->CountDefragMove(result); });
 
   jobs.Start();
   pods.Start();

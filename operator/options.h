@@ -27,6 +27,16 @@ struct Options {
   std::string metrics_addr = "0.0.0.0:8080";  // "" or "0" disables
   std::string health_addr = "0.0.0.0:8081";   // "" or "0" disables
   std::string log_level = "info";              // debug | info | warning | error
+  // Recovery (issue 6). -1 = unset: a job without spec.recovery.waitForDomainSeconds waits
+  // 3 x its notReadyGraceSeconds for a node in its domain before its gang moves.
+  int recovery_wait_seconds = -1;
+  std::string cordoned_ranks = "keep";  // keep | move (gracefully, when a node of the domain is free)
+  // Defragmentation (issue 6): moves preemptible jobs so a waiting Required gang fits.
+  bool defrag = true;
+  int defrag_max_concurrent_moves = 2;  // jobs being moved at once (and per plan)
+  int defrag_min_interval_seconds = 30;  // between two plans' moves
+  int defrag_cooldown_seconds = 600;     // a moved job is not moved again within this
+  int defrag_grace_seconds = 30;         // deletion grace of a moved job's pods (checkpointing)
   bool help = false;
   bool version = false;
 };

@@ -43,11 +43,34 @@ TEST(OptionsTest, ErrorsNameTheFlag) {
            {{"--metrics-addr", "nohost"}, "--metrics-addr"},
            {{"--log-level", "loud"}, "--log-level"},
            {{"--namespace"}, "--namespace"},
-           {{"--leader-elect=maybe"}, "--leader-elect"}}) {
+           {{"--leader-elect=maybe"}, "--leader-elect"},
+           {{"--cordoned-ranks=evict"}, "--cordoned-ranks"},
+           {{"--recovery-wait-seconds=-5"}, "--recovery-wait-seconds"},
+           {{"--defrag-max-concurrent-moves=0"}, "--defrag-max-concurrent-moves"},
+           {{"--defrag=sometimes"}, "--defrag"}}) {
     auto o = ParseOptions(args);
     ASSERT_FALSE(o.ok()) << flag;
     EXPECT_NE(o.status().message().find(flag), std::string::npos) << o.status().message();
   }
+}
+
+TEST(OptionsTest, RecoveryAndDefragFlags) {
+  auto d = ParseOptions({});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->recovery_wait_seconds, -1) << "unset: 3 x the job's grace";
+  EXPECT_EQ(d->cordoned_ranks, "keep");
+  EXPECT_TRUE(d->defrag);
+  auto o = ParseOptions({"--recovery-wait-seconds=90", "--cordoned-ranks", "move", "--defrag=false",
+                         "--defrag-max-concurrent-moves=3", "--defrag-min-interval-seconds=7",
+                         "--defrag-cooldown-seconds", "120", "--defrag-grace-seconds=0"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->recovery_wait_seconds, 90);
+  EXPECT_EQ(o->cordoned_ranks, "move");
+  EXPECT_FALSE(o->defrag);
+  EXPECT_EQ(o->defrag_max_concurrent_moves, 3);
+  EXPECT_EQ(o->defrag_min_interval_seconds, 7);
+  EXPECT_EQ(o->defrag_cooldown_seconds, 120);
+  EXPECT_EQ(o->defrag_grace_seconds, 0);
 }
 
 TEST(OptionsTest, HelpAndVersion) {

@@ -54,6 +54,14 @@ Reconciler::Reconciler(kube::Client* client, const ObjectStore* store, kube::Eve
                           .field_manager = options_.field_manager,
                           .master_port = options_.master_port,
                           .admission_key = kAdmissionKey});
+  defrag_ = std::make_unique<DefragExecutor>(
+      client_, events_, policy_.get(), enqueue_,
+      DefragExecutor::Config{.options = options_.defrag, .field_manager = options_.field_manager});
+}
+
+void Reconciler::SetEnqueueAfter(EnqueueAfter fn) {
+  enqueue_after_ = fn;
+  recovery_->SetEnqueueAfter(std::move(fn));
 }
 
 Status Reconciler::Reconcile(const std::string& key) {
@@ -175,6 +183,7 @@ Status Reconciler::AdmitPending() {
   stats.considered = static_cast<int>(pending.size());
   Status first_error;
   const auto now = wall_clock_();
+  std::vector<DefragWaitingJob> still_waiting;
   for (auto& p : pending) {
     const auto t0 = Clock::now();
     placement::GangDecision d =
@@ -185,6 +194,7 @@ Status Reconciler::AdmitPending() {
 
     if (!d.placed) {
       ++stats.waiting;
+      still_waiting.push_back({p.job, &p.spec, p.priority});
       Json status = kube::AtPath(*p.job, "/status");
       const bool was_waiting = model::FindCondition(*p.job, model::kConditionAdmitted) != nullptr;
       if (ApplyWaitingStatus(status, d.reason, kube::Generation(*p.job), now)) {
@@ -222,6 +232,23 @@ Status Reconciler::AdmitPending() {
     enqueue_(p.key);
   }
   stats.holding = static_cast<int>(state.reservations().size());
+
+  // A Required gang waits although GPUs are free in total: move preemptible jobs, within budget.
+  if (!still_waiting.empty() && options_.defrag.enabled) {
+    std::vector<const Json*> job_ptrs;
+    for (const auto& j : jobs) job_ptrs.push_back(j.get());
+    auto decision = defrag_->Run(state, still_waiting, job_ptrs, now);
+    if (!decision.ok()) {
+      if (first_error.ok()) first_error = decision.status();
+    } else if (decision->execute) {
+      stats.defrag_moves = static_cast<int>(decision->moves.size());
+    } else {
+      NVL72_LOG(kDebug) << "no defragmentation: " << decision->reason;
+      if (decision->retry_after && enqueue_after_) {
+        enqueue_after_(kAdmissionKey, *decision->retry_after + std::chrono::milliseconds(100));
+      }
+    }
+  }
 
   if (metrics_ != nullptr) {
     metrics_->SetWaitingJobs(stats.waiting);
@@ -439,9 +466,18 @@ Status Reconciler::ReconcileJob(const std::string& key) {
   PodSummary summary = SummarizePods(*placement, pod_ptrs);
   Json status = kube::AtPath(*job, "/status");
   const std::string state_before = status.value("state", "");
-  if (!ApplyPlacedStatus(status, *placement, summary, generation, now)) return Status::Ok();
+  bool changed = ApplyPlacedStatus(status, *placement, summary, generation, now);
   const std::string state_after = status.value("state", "");
+  // A job moved by defragmentation: its move ends when every rank runs again (or it ends).
+  const std::string_view moved = defrag_->FinishMove(
+      *job, status,
+      state_after == "Succeeded" ||
+          (summary.running == summary.ranks && summary.bound == summary.ranks && summary.ranks > 0),
+      state_after == "Failed", now);
+  changed |= !moved.empty();
+  if (!changed) return Status::Ok();
   NVL72_RETURN_IF_ERROR(WriteStatus(*job, std::move(status)));
+  defrag_->MoveFinished(*job, moved);
   if (state_after != state_before) {
     if (state_after == "Succeeded" || state_after == "Failed") {
       NVL72_LOG(kInfo) << key << " " << state_after;

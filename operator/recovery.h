@@ -57,13 +57,24 @@ inline constexpr std::string_view kRecoveryEpochAnnotation = "nvl72.dev/recovery
 inline constexpr std::string_view kPreemptibleLabel = "nvl72.dev/preemptible";
 
 struct RecoveryOptions {
-  // No healthy node left in the domain: wait this many grace periods (spec.recovery.
+  // No healthy node left in the domain: wait spec.recovery.waitForDomainSeconds, else
+  // `wait_bound` (--recovery-wait-seconds), else this many grace periods (spec.recovery.
   // notReadyGraceSeconds) after the failure was detected before re-placing the whole gang...
+  std::optional<std::chrono::seconds> wait_bound;
   int wait_grace_multiple = 3;
   // ...but at least this long (a repaired node within this time keeps the job in its domain).
   std::chrono::seconds min_wait{0};
   // Look again this soon when an old pod is still terminating or a write raced.
   std::chrono::milliseconds retry_delay{200};
+  // Ranks on cordoned nodes: false (--cordoned-ranks=keep) leaves them running; true (=move) moves
+  // them gracefully to a healthy node of their domain when one is free (never a wait or a gang
+  // move, never Failed: the rank still runs). Cordoned nodes never get new work either way.
+  bool move_cordoned_ranks = false;
+  // Look again this soon at a rank on a cordoned node that could not move yet.
+  std::chrono::milliseconds cordon_recheck{30000};
+  // Grace period (seconds) for deleting stale rank pods on live nodes; nullopt = the pod's own
+  // terminationGracePeriodSeconds (the checkpoint window of a job moved by defragmentation).
+  std::optional<int64_t> stale_pod_grace_seconds;
 };
 
 enum class RecoveryAction {
