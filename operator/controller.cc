@@ -126,6 +126,7 @@ Status Controller::Run(std::stop_token stop) {
   ropts.cluster.tolerated_taint_keys = {options_.gpu_resource};
   ropts.policy = options_.policy;
   ropts.spares_per_domain = options_.spares_per_domain;
+  ropts.spare_reserve = options_.spare_reserve;
   ropts.master_port = options_.master_port;
   Reconciler reconciler(client_, &store, &recorder, metrics_,
                         [&](const std::string& key) { queue.Add(key); }, ropts);
