@@ -352,8 +352,10 @@ std::string_view TopologyModeName(TopologyMode mode) {
 
 std::string_view SpareReserveName(SpareReserve reserve) {
   switch (reserve) {
-    case SpareReserve::kHard: return "hard";
-    case SpareReserve::kSoft: return "soft";
+    case SpareReserve::kHard:
+      return "hard";
+    case SpareReserve::kSoft:
+      return "soft";
   }
   return "unknown";
 }

@@ -1,17 +1,17 @@
 // Placement policies: gang admission, single-pod scoring and in-place recovery on a Snapshot.
 //
-// Four policies share one interface so that the operator, the extender and the simulator can run any
-// of them by name:
+// Four policies share one interface so that the operator, the extender and the simulator can run
+// any of them by name:
 //   nvl72           ours: topology-aware best fit that leaves the least stranded capacity, honours
 //                   segments, keeps `spares_per_domain` empty nodes per domain for recovery (a soft
-//                   reserve by default, see SpareReserve) and recovers failed ranks in place (spares
-//                   first).
+//                   reserve by default, see SpareReserve) and recovers failed ranks in place
+//                   (spares first).
 //   spread          the Kubernetes default (LeastAllocated), topology-blind.
 //   first-fit       packing in node order, topology-blind.
 //   domain-best-fit Kueue-TAS-like: best fit inside one domain, no spares, no in-place recovery.
 //
-// A failure to place is a result with a reason, never an error. No policy reads a clock, does I/O or
-// keeps state between calls: every method is const and thread-safe.
+// A failure to place is a result with a reason, never an error. No policy reads a clock, does I/O
+// or keeps state between calls: every method is const and thread-safe.
 #pragma once
 
 #include <memory>
