@@ -126,6 +126,7 @@ Status Controller::Run(std::stop_token stop) {
   ropts.cluster.tolerated_taint_keys = {options_.gpu_resource};
   ropts.policy = options_.policy;
   ropts.spares_per_domain = options_.spares_per_domain;
+  ropts.spare_reserve = options_.spare_reserve;
   ropts.master_port = options_.master_port;
   if (options_.recovery_wait_seconds >= 0) {
     ropts.recovery.wait_bound = std::chrono::seconds(options_.recovery_wait_seconds);

@@ -26,7 +26,9 @@ Usage: nvl72-operator [flags]
   --domain-label KEY           node label naming the NVLink domain (default nvidia.com/gpu.clique)
   --domain-label-fallback KEY  node label used when the domain label is missing (default none)
   --gpu-resource NAME          GPU extended resource (default nvidia.com/gpu)
-  --spares-per-domain N        empty nodes per domain kept out of new gangs (default 2)
+  --spares-per-domain N        empty nodes per domain kept for in-place recovery (default 2)
+  --spare-reserve MODE         soft: a gang that fits nowhere else takes the spares instead of
+                               waiting; hard: new gangs never take them (default soft)
   --policy NAME                placement policy: nvl72 | spread | first-fit | domain-best-fit (default nvl72)
   --workers N                  concurrent reconcile workers (default 4)
   --master-port N              MASTER_PORT given to rank pods (default 29500)
@@ -63,6 +65,8 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       {"identity", &o.identity},             {"metrics-addr", &o.metrics_addr},
       {"health-addr", &o.health_addr},       {"log-level", &o.log_level},
       {"cordoned-ranks", &o.cordoned_ranks}};
+  std::string spare_reserve(placement::SpareReserveName(o.spare_reserve));
+  strings["spare-reserve"] = &spare_reserve;
   std::map<std::string, int*> ints = {{"spares-per-domain", &o.spares_per_domain},
                                       {"workers", &o.workers},
                                       {"master-port", &o.master_port},
@@ -119,6 +123,10 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
     }
   }
   if (o.help || o.version) return o;
+  if (!placement::ParseSpareReserve(spare_reserve, &o.spare_reserve)) {
+    return InvalidArgumentError("--spare-reserve: expected soft or hard, got \"" + spare_reserve +
+                                "\"");
+  }
   if (placement::MakePolicy(o.policy) == nullptr) {
     return InvalidArgumentError("--policy: unknown policy \"" + o.policy + "\"");
   }

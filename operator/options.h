@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "placement/policy.h"
 
 namespace nvl72::op {
 
@@ -16,6 +17,9 @@ struct Options {
   std::string domain_label_fallback;
   std::string gpu_resource = "nvidia.com/gpu";
   int spares_per_domain = 2;
+  // hard: new gangs never take the spares; soft: a gang that fits nowhere else (or fills a domain's
+  // free nodes exactly) takes them instead of waiting. See docs/simulator.md for the measurements.
+  placement::SpareReserve spare_reserve = placement::SpareReserve::kSoft;
   std::string policy = "nvl72";
   int workers = 4;
   int master_port = 29500;

@@ -10,6 +10,7 @@ TEST(OptionsTest, Defaults) {
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->domain_label, "nvidia.com/gpu.clique");
   EXPECT_EQ(o->spares_per_domain, 2);
+  EXPECT_EQ(o->spare_reserve, placement::SpareReserve::kSoft);
   EXPECT_EQ(o->policy, "nvl72");
   EXPECT_FALSE(o->leader_elect);
   EXPECT_EQ(o->ns, "");
@@ -29,6 +30,12 @@ TEST(OptionsTest, BothFlagForms) {
   EXPECT_EQ(o->policy, "first-fit");
   EXPECT_EQ(o->domain_label_fallback, "rack");
   EXPECT_EQ(o->log_level, "debug");
+  auto hard = ParseOptions({"--spare-reserve=hard"});
+  ASSERT_TRUE(hard.ok()) << hard.status();
+  EXPECT_EQ(hard->spare_reserve, placement::SpareReserve::kHard);
+  auto soft = ParseOptions({"--spare-reserve", "soft"});
+  ASSERT_TRUE(soft.ok()) << soft.status();
+  EXPECT_EQ(soft->spare_reserve, placement::SpareReserve::kSoft);
   auto off = ParseOptions({"--leader-elect=false"});
   ASSERT_TRUE(off.ok());
   EXPECT_FALSE(off->leader_elect);
@@ -39,6 +46,7 @@ TEST(OptionsTest, ErrorsNameTheFlag) {
            {{"--bogus"}, "unknown flag --bogus"},
            {{"--bogus", "value"}, "unknown flag --bogus"},
            {{"--spares-per-domain", "x"}, "--spares-per-domain"},
+           {{"--spare-reserve", "firm"}, "--spare-reserve"},
            {{"--policy", "magic"}, "--policy"},
            {{"--metrics-addr", "nohost"}, "--metrics-addr"},
            {{"--log-level", "loud"}, "--log-level"},
@@ -77,6 +85,7 @@ TEST(OptionsTest, HelpAndVersion) {
   EXPECT_TRUE(ParseOptions({"--help"})->help);
   EXPECT_TRUE(ParseOptions({"--version"})->version);
   EXPECT_NE(Usage().find("--spares-per-domain"), std::string::npos);
+  EXPECT_NE(Usage().find("--spare-reserve"), std::string::npos);
 }
 
 TEST(OptionsTest, SplitHostPort) {

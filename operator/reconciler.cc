@@ -46,6 +46,7 @@ Reconciler::Reconciler(kube::Client* client, const ObjectStore* store, kube::Eve
       wall_clock_(wall_clock ? std::move(wall_clock) : [] { return std::chrono::system_clock::now(); }) {
   placement::PolicyOptions po;
   po.spares_per_domain = options_.spares_per_domain;
+  po.spare_reserve = options_.spare_reserve;
   policy_ = placement::MakePolicy(options_.policy, po);
   if (policy_ == nullptr) policy_ = placement::MakePolicy("nvl72", po);
   recovery_ = std::make_unique<JobRecovery>(

@@ -43,6 +43,7 @@ struct ReconcilerOptions {
   model::ClusterOptions cluster;  // domain labels, GPU resource
   std::string policy = "nvl72";
   int spares_per_domain = 2;
+  placement::SpareReserve spare_reserve = placement::SpareReserve::kSoft;
   int master_port = 29500;
   std::string field_manager = "nvl72-operator";
   RecoveryOptions recovery;  // node failures of admitted jobs (operator/recovery.h)
