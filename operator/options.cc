@@ -37,7 +37,10 @@ Usage: nvl72-operator [flags]
   --identity ID                leader election identity (default hostname_pid)
   --metrics-addr HOST:PORT     Prometheus /metrics (default 0.0.0.0:8080; "0" disables)
   --health-addr HOST:PORT      /healthz and /readyz (default 0.0.0.0:8081; "0" disables)
+  --health-stall-seconds N     /healthz fails when keys wait in the work queue and no reconcile
+                               finished for N seconds (stuck workers; default 300; 0 = off)
   --log-level LEVEL            debug | info | warning | error (default info)
+  --log-format FORMAT          text | json (one JSON object per line; default text)
   --help                       this text
   --version                    print the version
 )";
@@ -46,16 +49,18 @@ Usage: nvl72-operator [flags]
 StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   Options o;
   std::map<std::string, std::string*> strings = {
-      {"kubeconfig", &o.kubeconfig},         {"namespace", &o.ns},
-      {"domain-label", &o.domain_label},     {"domain-label-fallback", &o.domain_label_fallback},
-      {"gpu-resource", &o.gpu_resource},     {"policy", &o.policy},
-      {"lease-name", &o.lease_name},         {"lease-namespace", &o.lease_namespace},
-      {"identity", &o.identity},             {"metrics-addr", &o.metrics_addr},
-      {"health-addr", &o.health_addr},       {"log-level", &o.log_level}};
+      {"kubeconfig", &o.kubeconfig},     {"namespace", &o.ns},
+      {"domain-label", &o.domain_label}, {"domain-label-fallback", &o.domain_label_fallback},
+      {"gpu-resource", &o.gpu_resource}, {"policy", &o.policy},
+      {"lease-name", &o.lease_name},     {"lease-namespace", &o.lease_namespace},
+      {"identity", &o.identity},         {"metrics-addr", &o.metrics_addr},
+      {"health-addr", &o.health_addr},   {"log-level", &o.log_level},
+      {"log-format", &o.log_format}};
   std::map<std::string, int*> ints = {{"spares-per-domain", &o.spares_per_domain},
                                       {"workers", &o.workers},
                                       {"master-port", &o.master_port},
-                                      {"admission-resync-seconds", &o.admission_resync_seconds}};
+                                      {"admission-resync-seconds", &o.admission_resync_seconds},
+                                      {"health-stall-seconds", &o.health_stall_seconds}};
   std::map<std::string, bool*> bools = {
       {"leader-elect", &o.leader_elect}, {"help", &o.help}, {"version", &o.version}};
 
@@ -108,6 +113,9 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   if (o.log_level != "debug" && o.log_level != "info" && o.log_level != "warning" &&
       o.log_level != "error") {
     return InvalidArgumentError("--log-level: expected debug, info, warning or error");
+  }
+  if (o.log_format != "text" && o.log_format != "json") {
+    return InvalidArgumentError("--log-format: expected text or json");
   }
   if (o.workers < 1) return InvalidArgumentError("--workers: must be >= 1");
   if (o.domain_label.empty()) return InvalidArgumentError("--domain-label: must not be empty");

@@ -27,6 +27,9 @@ struct Options {
   std::string metrics_addr = "0.0.0.0:8080";  // "" or "0" disables
   std::string health_addr = "0.0.0.0:8081";   // "" or "0" disables
   std::string log_level = "info";              // debug | info | warning | error
+  std::string log_format = "text";             // text | json
+  // /healthz fails when keys are ready in the work queue but no reconcile finished for this long.
+  int health_stall_seconds = 300;  // 0 = off
   bool help = false;
   bool version = false;
 };
