@@ -100,8 +100,11 @@ int main(int argc, char** argv) {
       cache_options.watch_jobs = false;
     }
   }
-  ClusterCache cache(client->get(), kube::RealClock(), cache_options);
   Metrics metrics;
+  (*client)->SetRequestObserver([&metrics](std::string_view verb, int code, double seconds) {
+    metrics.ObserveApiRequest(verb, code, seconds);
+  });
+  ClusterCache cache(client->get(), kube::RealClock(), cache_options);
   Service service(extender->get(), &cache, client->get(), &metrics);
   Server server(flags->server, &service, &metrics);
   if (Status s = server.Start(); !s.ok()) {
