@@ -7,6 +7,7 @@
 //
 //   MetricsSerialize/D    collect + text-serialise in process (what the exposer does per scrape);
 //                         counter `bytes` = size of the exposition
+//   MetricsCollect/D      the collection alone
 //   MetricsScrapeHttp/D/Z a real scrape: GET /metrics from prometheus-cpp's Exposer on 127.0.0.1,
 //                         a new connection each, without (Z=0) and with gzip (Z=1; Prometheus asks
 //                         for gzip); counters `bytes` (on the wire), p50_ms, p99_ms (wall)
@@ -87,6 +88,17 @@ void BM_MetricsSerialize(benchmark::State& state) {
   state.counters["bytes"] = static_cast<double>(bytes);
 }
 BENCHMARK(BM_MetricsSerialize)->Arg(100)->Arg(1000)->Unit(benchmark::kMillisecond);
+
+// The collection alone (prometheus-cpp copies every series into MetricFamily values).
+void BM_MetricsCollect(benchmark::State& state) {
+  Metrics m;
+  Fill(m, static_cast<int>(state.range(0)));
+  for (auto _ : state) {
+    auto families = m.Collectable()->Collect();
+    benchmark::DoNotOptimize(families);
+  }
+}
+BENCHMARK(BM_MetricsCollect)->Arg(1000)->Unit(benchmark::kMillisecond);
 
 double Pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;
