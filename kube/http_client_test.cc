@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <memory>
 #include <thread>
 
 namespace nvl72::kube {
@@ -323,13 +324,16 @@ TEST_F(HttpClientTest, WatchErrorEventIsGoneAndHandlerCanStop) {
 }
 
 TEST_F(HttpClientTest, WatchCancelledByStopToken) {
-  std::atomic<bool> release{false};
-  server_.Get("/api/v1/pods", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_chunked_content_provider("application/json", [&](size_t, httplib::DataSink& sink) {
+  // Shared, not a local captured by reference: the server may call the provider again after the
+  // test body returned (it ran forever on a dangling flag once: the suite hung in TearDown).
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  server_.Get("/api/v1/pods", [release](const httplib::Request&, httplib::Response& res) {
+    res.set_chunked_content_provider("application/json", [release](size_t,
+                                                                   httplib::DataSink& sink) {
       std::string ev = R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"1"}}})";
       sink.write(ev.data(), ev.size());
       // Then stay silent, like an idle watch.
-      while (!release) std::this_thread::sleep_for(5ms);
+      while (!*release) std::this_thread::sleep_for(5ms);
       sink.done();
       return true;
     });
@@ -347,7 +351,7 @@ TEST_F(HttpClientTest, WatchCancelledByStopToken) {
   auto begin = std::chrono::steady_clock::now();
   stop.request_stop();
   t.join();
-  release = true;
+  *release = true;
   EXPECT_EQ(s.code(), StatusCode::kCancelled) << s;
   EXPECT_LT(std::chrono::steady_clock::now() - begin, 2s);
 }
