@@ -81,10 +81,11 @@ repair_node() {  # undoes fail_node
   set_ready "$1" True || true
 }
 
-# start_extender BINARY LOGFILE: sets ext_pid and ext_port; waits (60 s) for /readyz.
+# start_extender BINARY LOGFILE [FLAGS...]: sets ext_pid and ext_port; waits (60 s) for /readyz.
 start_extender() {
+  local bin=$1 logfile=$2; shift 2
   ext_port=$(free_port)
-  "$1" --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$ext_port" --spares-per-domain 2 >"$2" 2>&1 &
+  "$bin" --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$ext_port" --spares-per-domain 2 "$@" >"$logfile" 2>&1 &
   ext_pid=$!
   wait_until 60 curl -sf "http://127.0.0.1:$ext_port/readyz" -o /dev/null
 }

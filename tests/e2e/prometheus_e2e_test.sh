@@ -12,7 +12,8 @@
 #     one duration observation; free GPUs and healthy nodes per domain match the objects again;
 #  4. every alert rule evaluates without error, and the leader / degraded-domain alerts are inactive;
 #  5. every query of the Grafana dashboard parses and returns at least one series;
-#  6. the operator's /healthz and /readyz answer, and its JSON log lines parse and carry job keys.
+#  6. the operator's /healthz and /readyz answer; its JSON log lines parse and carry job and node
+#     keys; the extender's JSON log lines parse.
 #
 #   tests/e2e/prometheus_e2e_test.sh OPERATOR_BINARY EXTENDER_BINARY
 # Cluster: the one of $NVL72_CLUSTER_STATE (scripts/test) when it is up, else a fresh 4-rack one.
@@ -73,7 +74,7 @@ promtool check rules "$chart/files/alerts.yaml" >"$workdir/promtool.log" 2>&1 &&
 kc create namespace "$ns" >/dev/null
 kc apply -f "$repo/crds/nvl72jobs.nvl72.dev.yaml" >/dev/null
 kc wait --for condition=established --timeout=60s crd/nvl72jobs.nvl72.dev >/dev/null
-start_extender "$ext_bin" "$workdir/extender.log" || { fail "extender not ready"; exit 1; }
+start_extender "$ext_bin" "$workdir/extender.log" --log-format json || { fail "extender not ready"; exit 1; }
 start_nvl72_scheduler "$repo" "$workdir" "$workdir/nvl72-scheduler.log"
 start_operator "$op_bin" "$ns" "$workdir/operator.log" --admission-resync-seconds 2 \
   --log-format json --log-level info || { fail "operator not ready"; exit 1; }
@@ -266,6 +267,13 @@ if jq -e . "$workdir/operator.log" >/dev/null 2>&1 && [[ -s $workdir/operator.lo
   ok "all $(wc -l <"$workdir/operator.log") operator log lines are JSON"
 else
   fail "operator log lines that are not JSON: $(grep -v '^{' "$workdir/operator.log" | head -3)"
+fi
+if jq -se 'length > 0 and all(.[]; .level != null and .msg != null and .logger == "nvl72-extender")' \
+  "$workdir/extender.log" >/dev/null 2>&1 &&
+  [[ $(jq -s 'length' "$workdir/extender.log") == $(wc -l <"$workdir/extender.log") ]]; then
+  ok "all $(wc -l <"$workdir/extender.log") extender log lines are JSON"
+else
+  fail "extender log lines that are not JSON: $(grep -v '^{' "$workdir/extender.log" | head -3)"
 fi
 jq -se --arg j "$ns/moe" 'any(.[]; (.msg | startswith("admitted")) and .job == $j and .level == "info")' \
   "$workdir/operator.log" >/dev/null && ok "the admission log line carries job=$ns/moe" ||
