@@ -60,8 +60,6 @@ class Metrics {
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
-  // The registry without the collect hook (tests, benchmarks).
-  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
   // What the /metrics exposer serves: runs the collect hook, then collects the registry.
   std::shared_ptr<prometheus::Collectable> Collectable() const { return collectable_; }
   // Prometheus text format of Collectable() (tests, benchmarks).
