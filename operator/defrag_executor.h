@@ -111,8 +111,7 @@ class DefragExecutor {
 
   // METRICS HOOK (single call site for defragmentation moves): called with "started" when a move
   // is committed, "completed" when the moved job runs again, "failed" when the commit fails or the
-  // moved job fails. To be wired to Metrics::CountDefragMove(result) once operator/metrics.h has
-  // it.
+  // moved job fails. The controller wires it to Metrics::CountDefragMove(result).
   void SetMoveHook(MoveHook hook) { hook_ = std::move(hook); }
 
   // Plans (PlanDefragMoves) and executes. Returns the decision; an error when a move's write
@@ -134,7 +133,7 @@ class DefragExecutor {
 
  private:
   void Report(std::string_view result) {
-    if (hook_) hook_(result);  // Metrics::CountDefragMove(result) after the metrics merge
+    if (hook_) hook_(result);  // Metrics::CountDefragMove(result), wired by the controller
   }
   void Event(const Json& job, bool warning, const std::string& reason, const std::string& note);
 

@@ -39,6 +39,8 @@ Usage: nvl72-operator [flags]
   --identity ID                leader election identity (default hostname_pid)
   --metrics-addr HOST:PORT     Prometheus /metrics (default 0.0.0.0:8080; "0" disables)
   --health-addr HOST:PORT      /healthz and /readyz (default 0.0.0.0:8081; "0" disables)
+  --health-stall-seconds N     /healthz fails when keys wait in the work queue and no reconcile
+                               finished for N seconds (stuck workers; default 300; 0 = off)
   --log-level LEVEL            debug | info | warning | error (default info)
   --recovery-wait-seconds N    no healthy node left in a job's domain: wait this long before moving the
                                gang (default: 3 x the job's notReadyGraceSeconds; a job's
@@ -50,6 +52,7 @@ Usage: nvl72-operator [flags]
   --defrag-min-interval-seconds N  minimum time between two defragmentation plans (default 30)
   --defrag-cooldown-seconds N  a job moved by defragmentation is not moved again within this (default 600)
   --defrag-grace-seconds N     deletion grace period of a moved job's pods, for checkpointing (default 30)
+  --log-format FORMAT          text | json (one JSON object per line; default text)
   --help                       this text
   --version                    print the version
 )";
@@ -64,7 +67,8 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       {"lease-name", &o.lease_name},         {"lease-namespace", &o.lease_namespace},
       {"identity", &o.identity},             {"metrics-addr", &o.metrics_addr},
       {"health-addr", &o.health_addr},       {"log-level", &o.log_level},
-      {"cordoned-ranks", &o.cordoned_ranks}};
+      {"cordoned-ranks", &o.cordoned_ranks},
+      {"log-format", &o.log_format}};
   std::string spare_reserve(placement::SpareReserveName(o.spare_reserve));
   strings["spare-reserve"] = &spare_reserve;
   std::map<std::string, int*> ints = {{"spares-per-domain", &o.spares_per_domain},
@@ -75,7 +79,8 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
                                       {"defrag-max-concurrent-moves", &o.defrag_max_concurrent_moves},
                                       {"defrag-min-interval-seconds", &o.defrag_min_interval_seconds},
                                       {"defrag-cooldown-seconds", &o.defrag_cooldown_seconds},
-                                      {"defrag-grace-seconds", &o.defrag_grace_seconds}};
+                                      {"defrag-grace-seconds", &o.defrag_grace_seconds},
+                                      {"health-stall-seconds", &o.health_stall_seconds}};
   std::map<std::string, bool*> bools = {
       {"leader-elect", &o.leader_elect}, {"help", &o.help}, {"version", &o.version},
       {"defrag", &o.defrag}};
@@ -133,6 +138,9 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   if (o.log_level != "debug" && o.log_level != "info" && o.log_level != "warning" &&
       o.log_level != "error") {
     return InvalidArgumentError("--log-level: expected debug, info, warning or error");
+  }
+  if (o.log_format != "text" && o.log_format != "json") {
+    return InvalidArgumentError("--log-format: expected text or json");
   }
   if (o.workers < 1) return InvalidArgumentError("--workers: must be >= 1");
   if (o.cordoned_ranks != "keep" && o.cordoned_ranks != "move") {

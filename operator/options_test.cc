@@ -14,13 +14,16 @@ TEST(OptionsTest, Defaults) {
   EXPECT_EQ(o->policy, "nvl72");
   EXPECT_FALSE(o->leader_elect);
   EXPECT_EQ(o->ns, "");
+  EXPECT_EQ(o->log_format, "text");
+  EXPECT_EQ(o->health_stall_seconds, 300);
 }
 
 TEST(OptionsTest, BothFlagForms) {
   auto o = ParseOptions({"--kubeconfig", "/k", "--namespace=team", "--spares-per-domain=0",
                          "--leader-elect", "--lease-name", "l", "--policy=first-fit",
-                         "--domain-label-fallback", "rack", "--metrics-addr=:9090",
-                         "--health-addr", "127.0.0.1:0", "--log-level=debug"});
+                         "--domain-label-fallback", "rack", "--metrics-addr=:9090", "--health-addr",
+                         "127.0.0.1:0", "--log-level=debug", "--log-format", "json",
+                         "--health-stall-seconds=7"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->kubeconfig, "/k");
   EXPECT_EQ(o->ns, "team");
@@ -36,6 +39,8 @@ TEST(OptionsTest, BothFlagForms) {
   auto soft = ParseOptions({"--spare-reserve", "soft"});
   ASSERT_TRUE(soft.ok()) << soft.status();
   EXPECT_EQ(soft->spare_reserve, placement::SpareReserve::kSoft);
+  EXPECT_EQ(o->log_format, "json");
+  EXPECT_EQ(o->health_stall_seconds, 7);
   auto off = ParseOptions({"--leader-elect=false"});
   ASSERT_TRUE(off.ok());
   EXPECT_FALSE(off->leader_elect);
@@ -50,6 +55,8 @@ TEST(OptionsTest, ErrorsNameTheFlag) {
            {{"--policy", "magic"}, "--policy"},
            {{"--metrics-addr", "nohost"}, "--metrics-addr"},
            {{"--log-level", "loud"}, "--log-level"},
+           {{"--log-format", "xml"}, "--log-format"},
+           {{"--health-stall-seconds", "-1"}, "--health-stall-seconds"},
            {{"--namespace"}, "--namespace"},
            {{"--leader-elect=maybe"}, "--leader-elect"},
            {{"--cordoned-ranks=evict"}, "--cordoned-ranks"},

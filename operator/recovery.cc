@@ -391,6 +391,36 @@ RecoveryPlan PlanRecovery(const placement::PlacementPolicy& policy, const Recove
   return plan;
 }
 
+std::optional<FinishedRecovery> RecoveryFinishedBy(const Json& status_before,
+                                                   const RecoveryPlan& plan, Time now) {
+  if (plan.action == RecoveryAction::kFail) return FinishedRecovery{"failed", std::nullopt};
+  if (plan.action != RecoveryAction::kNone || !plan.write_status) return std::nullopt;
+  std::string reason_before, reason_after;
+  if (!ConditionTrue(status_before, model::kConditionRecovering, &reason_before)) {
+    return std::nullopt;
+  }
+  std::string_view outcome;
+  if (reason_before == kReasonReplacing) {
+    outcome = "in_place";
+  } else if (reason_before == kReasonMoving) {
+    outcome = "moved";
+  } else {
+    return std::nullopt;
+  }
+  for (const auto& c : plan.status.value("conditions", Json::array())) {
+    if (c.is_object() && c.value("type", "") == model::kConditionRecovering &&
+        c.value("status", "") == "False") {
+      reason_after = c.value("reason", "");
+    }
+  }
+  if (reason_after != "Recovered") return std::nullopt;
+  std::optional<double> seconds;
+  if (auto since = ConditionSince(status_before, model::kConditionRecovering, reason_before)) {
+    seconds = std::max(0.0, std::chrono::duration<double>(now - *since).count());
+  }
+  return FinishedRecovery{outcome, seconds};
+}
+
 std::vector<const Json*> StaleRankPods(const model::JobSpec& spec, const Json& job_status,
                                        const model::JobPlacement& placement,
                                        const std::vector<const Json*>& pods) {
@@ -460,8 +490,9 @@ Status JobRecovery::EvictLenders(const RecoveryInput& in, const std::vector<std:
     }
     Status s = client_->Evict(kube::Namespace(*p), kube::Name(*p));
     if (s.ok()) {
-      NVL72_LOG(kInfo) << "evicted preemptible pod " << kube::KeyOf(*p) << " from " << BoundNode(*p)
-                       << " for recovery of " << kube::KeyOf(*in.job);
+      NVL72_LOG(kInfo).Job(kube::KeyOf(*in.job)).Node(BoundNode(*p))
+          << "evicted preemptible pod " << kube::KeyOf(*p) << " from " << BoundNode(*p)
+          << " for recovery of " << kube::KeyOf(*in.job);
       Event(*in.job, false, "EvictedLender",
             "evicted preemptible pod " + kube::KeyOf(*p) + " from " + BoundNode(*p));
     } else if (!kube::IsNotFound(s) && first_error.ok()) {
@@ -488,18 +519,24 @@ StatusOr<bool> JobRecovery::Reconcile(const RecoveryInput& in) {
       if (kube::IsNotFound(written.status())) return true;
       return written.status();
     }
+    if (config_.metrics != nullptr) {
+      if (auto f = RecoveryFinishedBy(kube::AtPath(job, "/status"), plan, in.now)) {
+        config_.metrics->CountRecovery(f->outcome, f->seconds);
+      }
+    }
+    const std::string failed_node = plan.failed.empty() ? "" : plan.failed.front().node;
     switch (plan.action) {
       case RecoveryAction::kReplace:
       case RecoveryAction::kMoveGang:
-        NVL72_LOG(kInfo) << key << ": " << plan.message;
+        NVL72_LOG(kInfo).Job(key).Node(failed_node) << key << ": " << plan.message;
         Event(job, true, "Recovering", plan.message);
         break;
       case RecoveryAction::kFail:
-        NVL72_LOG(kWarning) << key << " failed: " << plan.message;
+        NVL72_LOG(kWarning).Job(key).Node(failed_node) << key << " failed: " << plan.message;
         Event(job, true, "Failed", plan.message);
         break;
       case RecoveryAction::kWait:
-        NVL72_LOG(kInfo) << key << " waits: " << plan.message;
+        NVL72_LOG(kInfo).Job(key).Node(failed_node) << key << " waits: " << plan.message;
         Event(job, true, "WaitingForNode", plan.message);
         break;
       case RecoveryAction::kNone:
@@ -535,7 +572,7 @@ StatusOr<bool> JobRecovery::Reconcile(const RecoveryInput& in) {
     if (it == by_name.end() || BoundNode(*it->second) != r.node) unbound_nodes.push_back(r.node);
   }
   Status evicted = EvictLenders(in, unbound_nodes);
-  if (!evicted.ok()) NVL72_LOG(kWarning) << key << ": eviction failed: " << evicted;
+  if (!evicted.ok()) NVL72_LOG(kWarning).Job(key) << key << ": eviction failed: " << evicted;
 
   // (3) Stale rank pods go: force (grace 0) when their node failed, gracefully otherwise.
   bool acted = plan.write_status;
@@ -564,7 +601,8 @@ StatusOr<bool> JobRecovery::Reconcile(const RecoveryInput& in) {
     }
     Status s = client_->Delete(kube::kPods, kube::Namespace(*p), kube::Name(*p), opts);
     if (!s.ok() && !kube::IsNotFound(s) && !kube::IsConflict(s)) return s;
-    NVL72_LOG(kDebug) << "deleted stale rank pod " << kube::KeyOf(*p) << (dead ? " (force)" : "");
+    NVL72_LOG(kDebug).Job(key).Node(node)
+        << "deleted stale rank pod " << kube::KeyOf(*p) << (dead ? " (force)" : "");
     acted = true;
     freed = true;
   }
@@ -589,7 +627,7 @@ StatusOr<bool> JobRecovery::Reconcile(const RecoveryInput& in) {
     }
   }
   if (created > 0) {
-    NVL72_LOG(kInfo) << key << ": created " << created << " replacement rank pods";
+    NVL72_LOG(kInfo).Job(key) << key << ": created " << created << " replacement rank pods";
     Event(job, false, "PodsReplaced",
           "created " + std::to_string(created) + " rank pods on their new planned nodes");
     acted = true;

@@ -43,6 +43,7 @@
 #include "kube/informer.h"
 #include "model/cluster_state.h"
 #include "model/job_spec.h"
+#include "operator/metrics.h"
 #include "operator/node_health.h"
 #include "placement/policy.h"
 
@@ -114,6 +115,20 @@ struct RecoveryInput {
 RecoveryPlan PlanRecovery(const placement::PlacementPolicy& policy, const RecoveryInput& input,
                           const RecoveryOptions& options = {});
 
+// A recovery that a plan finishes, for metrics (Metrics::CountRecovery).
+struct FinishedRecovery {
+  std::string_view outcome;       // "in_place" | "moved" | "failed" (Metrics::kRecoveryOutcomes)
+  std::optional<double> seconds;  // completed recoveries: since the Recovering condition's start
+};
+// What `plan`, made at `now` for a job whose status was `status_before`, finishes: the Recovering
+// condition going from True (reason ReplacingRanks -> "in_place", MovingGang -> "moved") to False
+// "Recovered", timed from that condition's lastTransitionTime; a kFail plan -> "failed" (no time);
+// anything else -> nullopt (also a node that came back while the job waited: nothing was
+// recovered).
+std::optional<FinishedRecovery> RecoveryFinishedBy(const Json& status_before,
+                                                   const RecoveryPlan& plan,
+                                                   std::chrono::system_clock::time_point now);
+
 // Rank pods of the job that must go (see the file comment). Terminated pods of the current
 // placement are not stale (their outcome is the job's).
 std::vector<const Json*> StaleRankPods(const model::JobSpec& spec, const Json& job_status,
@@ -136,6 +151,7 @@ class JobRecovery {
     std::string field_manager = "nvl72-operator";
     int master_port = model::kDefaultMasterPort;
     std::string admission_key;  // enqueued when a recovery frees nodes ("" = none)
+    Metrics* metrics = nullptr;  // finished recoveries are counted here (may be null)
   };
   // `client`, `policy` must outlive it; `events` may be null.
   JobRecovery(kube::Client* client, kube::EventRecorder* events,
