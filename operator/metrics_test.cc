@@ -332,9 +332,12 @@ class OperatorMetricsTest : public ::testing::Test {
     store_ = std::make_unique<ClientStore>(&fake_, "");
     now_ = std::chrono::system_clock::from_time_t(
         std::chrono::system_clock::to_time_t(std::chrono::system_clock::now()));
+    // A hard reserve: these tests need a gang (17 nodes) that never fits next to 2 spares.
+    ReconcilerOptions options;
+    options.spare_reserve = placement::SpareReserve::kHard;
     reconciler_ = std::make_unique<Reconciler>(
         &fake_, store_.get(), nullptr, &metrics_, [this](const std::string& key) { Enqueue(key); },
-        ReconcilerOptions{}, [this] { return now_; });
+        options, [this] { return now_; });
     for (int r = 0; r < 2; ++r) {
       for (int i = 0; i < 18; ++i) EXPECT_TRUE(fake_.Create(kube::kNodes, "", NodeObj(r, i)).ok());
     }
