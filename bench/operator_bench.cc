@@ -45,6 +45,15 @@ long StatusKb(const char* field) {
 thread_local double tl_api_seconds = 0;
 
 class TimingClient : public kube::Client {
+  // Defined first: a deduced return type must be seen before the overrides use it.
+  template <typename F>
+  auto Timed(F&& f) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = f();
+    tl_api_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
+  }
+
  public:
   explicit TimingClient(kube::Client* inner) : inner_(inner) {}
   StatusOr<Json> Get(const kube::ResourceRef& r, std::string_view ns, std::string_view name) override {
@@ -88,13 +97,6 @@ class TimingClient : public kube::Client {
   }
 
  private:
-  template <typename F>
-  auto Timed(F&& f) {
-    const auto t0 = std::chrono::steady_clock::now();
-    auto r = f();
-    tl_api_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return r;
-  }
   kube::Client* inner_;
 };
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs nvl72-sim on the ITP cluster04 trace (8 racks) at loads 1, 1.5 and 2 and a sweep of node MTBF
-# x spare reserve (0..3) over several seeds, then writes the tables into docs/simulator.md (between
+# x spare reserve (0..3) x reserve mode (soft = default, hard) over several seeds, then writes the tables into docs/simulator.md (between
 # the sim_report markers) and the replay time into the "## simulator" section of docs/benchmarks.md.
 #
 # Usage: bench/sim_report.sh [--no-write]
@@ -73,6 +73,9 @@ CPU=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || 
 for load in $LOADS; do
   for seed in $SEEDS; do
     "$SIM" --trace "$TRACE" --racks 8 --load "$load" --seed "$seed" --json >"$TMP/load_${load}_${seed}.json"
+    # The same run with the hard reserve (the rule before the soft one), nvl72 only.
+    "$SIM" --trace "$TRACE" --racks 8 --load "$load" --seed "$seed" --spare-reserve hard --policies nvl72 \
+      --json >"$TMP/load_${load}_${seed}_hard.json"
   done
 done
 
@@ -82,25 +85,37 @@ load_tables() {
     echo
     echo "#### load x$load (mean over seeds $SEEDS)"
     echo
-    echo "| policy | usable capacity (min-max) | vs spread | vs domain-best-fit | wait mean h | wait p99 h | gang wait mean / p99 h | pod wait mean h | single-domain | in-place recovery | stranded | spare share | makespan d | gang failures | requeues |"
-    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    echo "| policy | usable capacity (min-max) | vs spread | vs domain-best-fit | wait mean h | wait p99 h | gang wait mean / p99 h | pod wait mean h | single-domain | in-place recovery | gang recovery wait mean / p99 h | stranded | spare share | makespan d | gang failures | requeues |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     declare -A use
     for p in $POLICIES; do
       use[$p]=$(for seed in $SEEDS; do metric "$TMP/load_${load}_${seed}.json" "$p" usable_capacity; done | mean)
     done
-    for p in $POLICIES; do
-      local m=() vals
-      for key in wait_mean_s wait_p99_s single_domain_ratio in_place_recovery_ratio stranded_gpu_ratio makespan_s gang_failures requeues wait_mean_gang_s wait_p99_gang_s wait_mean_pod_s; do
-        m+=("$(for seed in $SEEDS; do metric "$TMP/load_${load}_${seed}.json" "$p" "$key"; done | mean)")
+    use[hard]=$(for seed in $SEEDS; do metric "$TMP/load_${load}_${seed}_hard.json" nvl72 usable_capacity; done | mean)
+    # row LABEL POLICY SUFFIX: SUFFIX "" = the default run, "_hard" = the hard-reserve run.
+    row() {
+      local label=$1 p=$2 sfx=$3 m=() vals key spare
+      for key in wait_mean_s wait_p99_s single_domain_ratio in_place_recovery_ratio stranded_gpu_ratio makespan_s gang_failures requeues wait_mean_gang_s wait_p99_gang_s wait_mean_pod_s gang_recovery_wait_mean_s gang_recovery_wait_p99_s; do
+        m+=("$(for seed in $SEEDS; do metric "$TMP/load_${load}_${seed}${sfx}.json" "$p" "$key"; done | mean)")
       done
-      local spare
       spare=$(for seed in $SEEDS; do
-        f="$TMP/load_${load}_${seed}.json"
+        f="$TMP/load_${load}_${seed}${sfx}.json"
         awk -v a="$(metric "$f" "$p" spare_gpu_hours_waiting)" -v b="$(metric "$f" "$p" healthy_gpu_hours_waiting)" \
           'BEGIN { if (b > 0) print a / b; else print 0 }'
       done | mean)
-      vals=$(for seed in $SEEDS; do metric "$TMP/load_${load}_${seed}.json" "$p" usable_capacity; done | minmax)
-      echo "| $p | $(fmt "${use[$p]}") ($vals) | $(ratio "${use[$p]}" "${use[spread]}") | $(ratio "${use[$p]}" "${use[domain-best-fit]}") | $(fmt "$(awk -v x="${m[0]}" 'BEGIN{print x/3600}')" 2) | $(fmt "$(awk -v x="${m[1]}" 'BEGIN{print x/3600}')" 1) | $(fmt "$(awk -v x="${m[8]}" 'BEGIN{print x/3600}')" 1) / $(fmt "$(awk -v x="${m[9]}" 'BEGIN{print x/3600}')" 1) | $(fmt "$(awk -v x="${m[10]}" 'BEGIN{print x/3600}')" 2) | $(fmt "${m[2]}") | $(fmt "${m[3]}" 2) | $(fmt "${m[4]}") | $(fmt "$spare") | $(fmt "$(awk -v x="${m[5]}" 'BEGIN{print x/86400}')" 1) | $(fmt "${m[6]}" 1) | $(fmt "${m[7]}" 1) |"
+      vals=$(for seed in $SEEDS; do metric "$TMP/load_${load}_${seed}${sfx}.json" "$p" usable_capacity; done | minmax)
+      local u=${use[$p]}
+      [[ -n "$sfx" ]] && u=${use[hard]}
+      h() { fmt "$(awk -v x="$1" 'BEGIN{print x/3600}')" "$2"; }
+      echo "| $label | $(fmt "$u") ($vals) | $(ratio "$u" "${use[spread]}") | $(ratio "$u" "${use[domain-best-fit]}") | $(h "${m[0]}" 2) | $(h "${m[1]}" 1) | $(h "${m[8]}" 1) / $(h "${m[9]}" 1) | $(h "${m[10]}" 2) | $(fmt "${m[2]}") | $(fmt "${m[3]}" 2) | $(h "${m[11]}" 2) / $(h "${m[12]}" 1) | $(fmt "${m[4]}") | $(fmt "$spare") | $(fmt "$(awk -v x="${m[5]}" 'BEGIN{print x/86400}')" 1) | $(fmt "${m[6]}" 1) | $(fmt "${m[7]}" 1) |"
+    }
+    for p in $POLICIES; do
+      if [[ "$p" == nvl72 ]]; then
+        row "nvl72 (soft reserve, default)" nvl72 ""
+        row "nvl72 (hard reserve)" nvl72 _hard
+      else
+        row "$p" "$p" ""
+      fi
     done
     unset use
   done
@@ -108,13 +123,16 @@ load_tables() {
 
 # ---- sweep: MTBF x spares ----------------------------------------------------------------------
 run_sweep() {  # run_sweep PREEMPTIBLE_MAX_GPUS MTBFS
-  local pm=$1 mtbf spares seed
+  local pm=$1 mtbf spares seed mode
   for mtbf in $2; do
     for spares in $SPARES; do
-      for seed in $SEEDS; do
-        "$SIM" --trace "$TRACE" --racks 8 --mtbf-hours "$mtbf" --spares "$spares" --seed "$seed" \
-          --preemptible-max-gpus "$pm" --policies nvl72,domain-best-fit,spread --json \
-          >"$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json"
+      for mode in soft hard; do
+        for seed in $SEEDS; do
+          "$SIM" --trace "$TRACE" --racks 8 --mtbf-hours "$mtbf" --spares "$spares" --seed "$seed" \
+            --spare-reserve "$mode" --preemptible-max-gpus "$pm" \
+            --policies nvl72,domain-best-fit,spread --json \
+            >"$TMP/sweep_${pm}_${mtbf}_${spares}_${mode}_${seed}.json"
+        done
       done
     done
   done
@@ -123,28 +141,35 @@ run_sweep 0 "$MTBFS"
 run_sweep "$LEND_GPUS" "$LEND_MTBFS"
 
 sweep_table() {  # sweep_table PREEMPTIBLE_MAX_GPUS MTBFS
-  local pm=$1 mtbfs=$2 mtbf spares seed
+  local pm=$1 mtbfs=$2 mtbf spares seed mode
   echo
-  echo "| node MTBF h | spares | nvl72 usable | domain-best-fit usable | spread usable | nvl72 / domain-best-fit (min-max over seeds) | nvl72 / spread | nvl72 wait mean h | domain-best-fit wait mean h | gang failures (nvl72) | in-place (nvl72) | preemptions (nvl72) |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| node MTBF h | spares | reserve | nvl72 usable | domain-best-fit usable | spread usable | nvl72 / domain-best-fit (min-max over seeds) | nvl72 / spread | nvl72 wait mean h | domain-best-fit wait mean h | gang failures (nvl72) | in-place (nvl72) | gang recovery wait mean h (nvl72 / domain-best-fit) | preemptions (nvl72) |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   for mtbf in $mtbfs; do
     for spares in $SPARES; do
-      local n d s r nw dw gf ip pr
-      n=$(for seed in $SEEDS; do metric "$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json" nvl72 usable_capacity; done | mean)
-      d=$(for seed in $SEEDS; do metric "$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json" domain-best-fit usable_capacity; done | mean)
-      s=$(for seed in $SEEDS; do metric "$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json" spread usable_capacity; done | mean)
-      r=$(for seed in $SEEDS; do
-        f="$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json"
-        awk -v a="$(metric "$f" nvl72 usable_capacity)" -v b="$(metric "$f" domain-best-fit usable_capacity)" 'BEGIN { print a / b }'
-      done | minmax)
-      nw=$(for seed in $SEEDS; do metric "$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json" nvl72 wait_mean_s; done | mean)
-      dw=$(for seed in $SEEDS; do metric "$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json" domain-best-fit wait_mean_s; done | mean)
-      gf=$(for seed in $SEEDS; do metric "$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json" nvl72 gang_failures; done | mean)
-      ip=$(for seed in $SEEDS; do metric "$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json" nvl72 in_place_recovery_ratio; done | mean)
-      pr=$(for seed in $SEEDS; do metric "$TMP/sweep_${pm}_${mtbf}_${spares}_${seed}.json" nvl72 preemptions; done | mean)
-      local label=$mtbf
-      [[ "$mtbf" == 0 ]] && label="none"
-      echo "| $label | $spares | $(fmt "$n") | $(fmt "$d") | $(fmt "$s") | $(ratio "$n" "$d") ($r) | $(ratio "$n" "$s") | $(fmt "$(awk -v x="$nw" 'BEGIN{print x/3600}')" 2) | $(fmt "$(awk -v x="$dw" 'BEGIN{print x/3600}')" 2) | $(fmt "$gf" 1) | $(fmt "$ip" 2) | $(fmt "$pr" 1) |"
+      for mode in soft hard; do
+        # spares 0: the mode changes nothing; show it once.
+        [[ "$spares" == 0 && "$mode" == hard ]] && continue
+        local n d s r nw dw gf ip pr rn rd f
+        f() { echo "$TMP/sweep_${pm}_${mtbf}_${spares}_${mode}_$1.json"; }
+        n=$(for seed in $SEEDS; do metric "$(f "$seed")" nvl72 usable_capacity; done | mean)
+        d=$(for seed in $SEEDS; do metric "$(f "$seed")" domain-best-fit usable_capacity; done | mean)
+        s=$(for seed in $SEEDS; do metric "$(f "$seed")" spread usable_capacity; done | mean)
+        r=$(for seed in $SEEDS; do
+          awk -v a="$(metric "$(f "$seed")" nvl72 usable_capacity)" -v b="$(metric "$(f "$seed")" domain-best-fit usable_capacity)" 'BEGIN { print a / b }'
+        done | minmax)
+        nw=$(for seed in $SEEDS; do metric "$(f "$seed")" nvl72 wait_mean_s; done | mean)
+        dw=$(for seed in $SEEDS; do metric "$(f "$seed")" domain-best-fit wait_mean_s; done | mean)
+        gf=$(for seed in $SEEDS; do metric "$(f "$seed")" nvl72 gang_failures; done | mean)
+        ip=$(for seed in $SEEDS; do metric "$(f "$seed")" nvl72 in_place_recovery_ratio; done | mean)
+        rn=$(for seed in $SEEDS; do metric "$(f "$seed")" nvl72 gang_recovery_wait_mean_s; done | mean)
+        rd=$(for seed in $SEEDS; do metric "$(f "$seed")" domain-best-fit gang_recovery_wait_mean_s; done | mean)
+        pr=$(for seed in $SEEDS; do metric "$(f "$seed")" nvl72 preemptions; done | mean)
+        local label=$mtbf mode_label=$mode
+        [[ "$mtbf" == 0 ]] && label="none"
+        [[ "$spares" == 0 ]] && mode_label="-"
+        echo "| $label | $spares | $mode_label | $(fmt "$n") | $(fmt "$d") | $(fmt "$s") | $(ratio "$n" "$d") ($r) | $(ratio "$n" "$s") | $(fmt "$(awk -v x="$nw" 'BEGIN{print x/3600}')" 2) | $(fmt "$(awk -v x="$dw" 'BEGIN{print x/3600}')" 2) | $(fmt "$gf" 1) | $(fmt "$ip" 2) | $(fmt "$(awk -v x="$rn" 'BEGIN{print x/3600}')" 2) / $(fmt "$(awk -v x="$rd" 'BEGIN{print x/3600}')" 2) | $(fmt "$pr" 1) |"
+      done
     done
   done
 }
@@ -153,9 +178,11 @@ sweep_table() {  # sweep_table PREEMPTIBLE_MAX_GPUS MTBFS
   echo "<!-- sim_report:begin (generated by bench/sim_report.sh on $(date -u +%Y-%m-%d); do not edit by hand) -->"
   echo
   echo "Trace \`$TRACE_REL\`, 8 racks x 18 nodes x 4 GPUs (576 GPUs), default failure model unless"
-  echo "stated (node MTBF 12669 h, repair 24 h, checkpoint 30 min, restart 10 min), spares 2,"
-  echo "cross-domain speed 0.57. \"spare share\" = GPU-hours on nvl72's designated spare nodes /"
-  echo "healthy GPU-hours, while jobs wait. Ratios are of the seed means."
+  echo "stated (node MTBF 12669 h, repair 24 h, checkpoint 30 min, restart 10 min), spares 2 with the"
+  echo "soft reserve (the default; \"hard\" rows: \`--spare-reserve hard\`, the rule before), cross-domain"
+  echo "speed 0.57. \"spare share\" = GPU-hours on nvl72's designated spare nodes / healthy GPU-hours,"
+  echo "while jobs wait. \"gang recovery wait\" = gang failure -> the gang holds nodes again (0 when"
+  echo "recovered in place), over gang failures. Ratios are of the seed means."
   echo
   echo "### Loads"
   load_tables

@@ -48,6 +48,7 @@ StatusOr<ClusterView> LoadView(kube::Client& client, const Options& options) {
   if (!jobs.ok()) return jobs.status();
   ViewOptions view_options;
   view_options.spares_per_domain = options.spares_per_domain;
+  view_options.spare_reserve = options.spare_reserve;
   if (!options.domain_label.empty()) view_options.cluster.domain_label = options.domain_label;
   view_options.cluster.domain_label_fallback = options.domain_label_fallback;
   return BuildView(std::move(*nodes), std::move(*pods), std::move(*jobs), view_options);
@@ -75,6 +76,7 @@ Flags:
   -n, --namespace NS         namespace (default: the context's, else "default")
   -A, --all-namespaces       jobs of every namespace
   --spares-per-domain N      spare nodes held back per domain, as the operator's flag (default 2)
+  --spare-reserve MODE       soft | hard, as the operator's flag (default soft)
   --domain-label KEY         node label naming the NVLink domain (default nvidia.com/gpu.clique)
   --domain-label-fallback KEY  label used when a node lacks the domain label
   -h, --help                 this help
@@ -132,6 +134,12 @@ StatusOr<Options> ParseArgs(std::span<const std::string> args) {
       if (!ParseInt(v, &o.spares_per_domain) || o.spares_per_domain < 0) {
         return InvalidArgumentError("--spares-per-domain must be a non-negative integer, got '" +
                                     v + "'");
+      }
+    } else if (flag == "--spare-reserve") {
+      std::string v;
+      NVL72_RETURN_IF_ERROR(take(&v));
+      if (!placement::ParseSpareReserve(v, &o.spare_reserve)) {
+        return InvalidArgumentError("--spare-reserve must be soft or hard, got '" + v + "'");
       }
     } else if (a.size() > 1 && a[0] == '-') {
       return InvalidArgumentError("unknown flag " + a);

@@ -18,6 +18,7 @@
 
 #include "common/status.h"
 #include "kube/client.h"
+#include "placement/policy.h"
 
 namespace nvl72::cli {
 
@@ -29,6 +30,7 @@ struct Options {
   std::string ns;                 // -n/--namespace; "" = the context's namespace, else "default"
   bool all_namespaces = false;    // -A/--all-namespaces (jobs)
   int spares_per_domain = 2;      // --spares-per-domain: must match the operator's
+  placement::SpareReserve spare_reserve = placement::SpareReserve::kSoft;  // --spare-reserve: same
   std::string domain_label;       // --domain-label; "" = nvidia.com/gpu.clique
   std::string domain_label_fallback;  // --domain-label-fallback
 };

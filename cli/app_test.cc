@@ -84,6 +84,7 @@ TEST_F(AppTest, UsageErrorsExit2) {
   EXPECT_NE(err_.str().find("unknown command 'bogus'"), std::string::npos);
   EXPECT_EQ(Run({"explain"}), 2);
   EXPECT_EQ(Run({"racks", "--spares-per-domain", "-1"}), 2);
+  EXPECT_EQ(Run({"racks", "--spare-reserve", "firm"}), 2);
   EXPECT_EQ(Run({"racks", "--frobnicate"}), 2);
   EXPECT_EQ(Run({"jobs", "-n"}), 2);
 }

@@ -163,6 +163,7 @@ ClusterView BuildView(std::vector<Json> nodes, std::vector<Json> pods, std::vect
   view.jobs = std::move(jobs);
   view.pods = std::move(pods);
   view.spares_per_domain = options.spares_per_domain;
+  view.spare_reserve = options.spare_reserve;
   return view;
 }
 
@@ -473,7 +474,8 @@ std::string RenderExplain(const ClusterView& view, const Json& job) {
     }
     out << "  Why it waits: " << why << "\n";
     if (spec.ok() && !model::JobFinished(job)) {
-      auto policy = placement::MakePolicy("nvl72", {.spares_per_domain = view.spares_per_domain});
+      auto policy = placement::MakePolicy("nvl72", {.spares_per_domain = view.spares_per_domain,
+                                                    .spare_reserve = view.spare_reserve});
       placement::GangDecision d = policy->PlaceGang(snap, model::ToGangRequest(*spec, key));
       if (d.placed) {
         std::vector<std::string> domains;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "model/cluster_state.h"
+#include "placement/policy.h"
 
 namespace nvl72::cli {
 
@@ -25,6 +26,8 @@ struct ViewOptions {
   // Empty schedulable nodes per domain held back from new gangs (the operator's
   // --spares-per-domain).
   int spares_per_domain = 2;
+  // The operator's --spare-reserve: whether a gang that fits nowhere else may take the spares.
+  placement::SpareReserve spare_reserve = placement::SpareReserve::kSoft;
   model::ClusterOptions cluster;  // domain label, GPU resource, tolerated taints
 };
 
@@ -35,6 +38,7 @@ struct ClusterView {
   std::vector<Json> jobs;  // every NVL72Job (all namespaces), sorted by namespace/name
   std::vector<Json> pods;  // every pod (all namespaces); rank pods are found by name
   int spares_per_domain = 2;
+  placement::SpareReserve spare_reserve = placement::SpareReserve::kSoft;
 };
 
 ClusterView BuildView(std::vector<Json> nodes, std::vector<Json> pods, std::vector<Json> jobs,

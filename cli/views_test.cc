@@ -10,10 +10,13 @@ namespace {
 
 using testing::Fixture;
 
-ClusterView FixtureView(int spares = 2) {
+// The explain expectations below were written for the hard reserve; the soft one has its own test.
+ClusterView FixtureView(int spares = 2,
+                        placement::SpareReserve reserve = placement::SpareReserve::kHard) {
   Fixture f;
   ViewOptions o;
   o.spares_per_domain = spares;
+  o.spare_reserve = reserve;
   return BuildView(f.nodes, f.pods, f.jobs, o);
 }
 
@@ -153,6 +156,14 @@ TEST(RenderExplainTest, JobTheOperatorHasNotSeenFitsNow) {
   EXPECT_NE(out.find("NVL72Job team/small: Pending"), std::string::npos) << out;
   EXPECT_NE(out.find("is nvl72-operator running?"), std::string::npos) << out;
   EXPECT_NE(out.find("it fits: the nvl72 policy would place it in 1"), std::string::npos) << out;
+}
+
+TEST(RenderExplainTest, SoftReserveIsWhatTheOperatorWouldDo) {
+  // Domain 0's only free nodes are its 2 spares: the 2-rank job fills them exactly under the soft
+  // reserve (the operator's default) and goes to domain 1 under the hard one.
+  ClusterView v = FixtureView(2, placement::SpareReserve::kSoft);
+  std::string out = RenderExplain(v, v.jobs[2]);
+  EXPECT_NE(out.find("it fits: the nvl72 policy would place it in 0"), std::string::npos) << out;
 }
 
 TEST(RenderExplainTest, InvalidSpec) {

@@ -8,6 +8,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 
+#include <chrono>
 #include <csignal>
 #include <fstream>
 #include <mutex>
@@ -133,6 +134,7 @@ struct HttpClient::Impl {
   std::chrono::steady_clock::time_point token_read{};
   bool token_loaded = false;
   std::mt19937 rng{std::random_device{}()};
+  RequestObserver observer;  // set before requests (SetRequestObserver)
 
   Status Init() {
     const std::string& s = config.server;
@@ -316,11 +318,18 @@ struct HttpClient::Impl {
     return Status(StatusCode::kUnavailable, "transport: " + m);
   }
 
-  StatusOr<Json> Do(std::string_view method, const std::string& path, const std::string* body,
-                    std::string_view content_type) {
+  StatusOr<Json> Do(std::string_view verb, std::string_view method, const std::string& path,
+                    const std::string* body, std::string_view content_type) {
     bool retried_auth = false;
     bool retried_stale = false;
     while (true) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto observe = [&](int code) {
+        if (observer) {
+          observer(verb, code,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+      };
       bool pooled = false;
       auto cli = retried_stale ? NewConnection(config.request_timeout) : Acquire(&pooled);
       if (!cli.ok()) return cli.status();
@@ -335,6 +344,7 @@ struct HttpClient::Impl {
       httplib::Response res;
       httplib::Error err = httplib::Error::Success;
       bool ok = (*cli)->send(req, res, err);
+      observe(ok ? res.status : 0);
       if (!ok) {
         // A kept-alive connection the API server closed meanwhile (its idle timeout; over TLS the
         // close_notify it sends first makes the socket look alive to httplib) fails the request
@@ -382,11 +392,32 @@ StatusOr<std::unique_ptr<HttpClient>> HttpClient::Create(const Config& config) {
   return std::unique_ptr<HttpClient>(new HttpClient(std::move(impl)));
 }
 
+void HttpClient::SetRequestObserver(RequestObserver observer) {
+  impl_->observer = std::move(observer);
+}
+
+namespace {
+std::string_view VerbOfMethod(std::string_view method) {
+  if (method == "GET") return "get";
+  if (method == "POST") return "create";
+  if (method == "PUT") return "update";
+  if (method == "PATCH") return "patch";
+  if (method == "DELETE") return "delete";
+  return "other";
+}
+}  // namespace
+
 StatusOr<Json> HttpClient::Request(std::string_view method, const std::string& path,
                                    const Json* body, std::string_view content_type) {
-  if (body == nullptr) return impl_->Do(method, path, nullptr, content_type);
+  return Send(VerbOfMethod(method), method, path, body, content_type);
+}
+
+StatusOr<Json> HttpClient::Send(std::string_view verb, std::string_view method,
+                                const std::string& path, const Json* body,
+                                std::string_view content_type) {
+  if (body == nullptr) return impl_->Do(verb, method, path, nullptr, content_type);
   std::string text = body->dump();
-  return impl_->Do(method, path, &text, content_type);
+  return impl_->Do(verb, method, path, &text, content_type);
 }
 
 StatusOr<Json> HttpClient::Get(const ResourceRef& resource, std::string_view ns,
@@ -405,7 +436,7 @@ StatusOr<ListResult> HttpClient::List(const ResourceRef& resource, std::string_v
       .Add("limit", options.limit > 0 ? std::to_string(options.limit) : "")
       .Add("continue", options.continue_token)
       .Add("resourceVersion", options.resource_version);
-  auto body = Request("GET", resource.CollectionPath(ns) + q.str());
+  auto body = Send("list", "GET", resource.CollectionPath(ns) + q.str());
   if (!body.ok()) return body.status();
   if (!body->is_object() || !body->contains("items")) {
     return InternalError("list of " + resource.DisplayName() + ": response has no items");

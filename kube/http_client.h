@@ -9,17 +9,37 @@
 // The first Create() sets SIGPIPE to SIG_IGN for the process (broken TLS connections must fail the
 // call, not kill the process).
 //
-// Thread-safety: all methods may be called concurrently from any thread.
+// Requests can be observed (for metrics) through SetRequestObserver(); kube does not depend on any
+// metrics library.
+//
+// Thread-safety: all methods may be called concurrently from any thread, except
+// SetRequestObserver() (see there).
 #pragma once
 
+#include <array>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 #include "kube/client.h"
 #include "kube/config.h"
 
 namespace nvl72::kube {
+
+// Kubernetes verbs of the requests an HttpClient observes (RequestObserver's `verb`).
+inline constexpr std::array<std::string_view, 6> kRequestVerbs = {"get",    "list",  "create",
+                                                                  "update", "patch", "delete"};
+
+// Called once per request sent to the API server (a 401 retried with a re-read token is two
+// requests): `verb` is one of kRequestVerbs (Bind and Evict are "create"; a raw Request() maps its
+// method GET/POST/PUT/PATCH/DELETE to get/create/update/patch/delete, any other to "other");
+// `code` is the HTTP status, or 0 when no response arrived (connection refused, timeout, TLS
+// failure); `seconds` is the time from taking a connection to having read the whole response.
+// Watches are not observed: they last minutes by design (informers count their restarts). Runs on
+// the requesting thread: it must be thread-safe and quick.
+using RequestObserver = std::function<void(std::string_view verb, int code, double seconds)>;
 
 class HttpClient : public Client {
  public:
@@ -59,9 +79,16 @@ class HttpClient : public Client {
                          const Json* body = nullptr,
                          std::string_view content_type = "application/json");
 
+  // Installs the observer of every later request ({} removes it). REQUIRES: no request is in flight
+  // (call it right after Create(), before handing the client to other threads).
+  void SetRequestObserver(RequestObserver observer);
+
  private:
   struct Impl;
   explicit HttpClient(std::unique_ptr<Impl> impl);
+  StatusOr<Json> Send(std::string_view verb, std::string_view method, const std::string& path,
+                      const Json* body = nullptr,
+                      std::string_view content_type = "application/json");
   std::unique_ptr<Impl> impl_;
 };
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -172,6 +173,59 @@ TEST_F(HttpClientTest, ErrorMapping) {
   EXPECT_EQ(forbidden.message().find("secret-token"), std::string::npos);
 }
 
+TEST_F(HttpClientTest, ObserverSeesVerbAndCodeOfEveryRequest) {
+  server_.Get("/api/v1/namespaces/ns/configmaps/a",
+              [](const httplib::Request&, httplib::Response& res) {
+                res.set_content(R"({"metadata":{"name":"a"}})", "application/json");
+              });
+  server_.Get(
+      "/api/v1/namespaces/ns/configmaps", [](const httplib::Request&, httplib::Response& res) {
+        res.set_content(R"({"metadata":{"resourceVersion":"1"},"items":[]})", "application/json");
+      });
+  server_.Post("/api/v1/namespaces/ns/configmaps", [](const httplib::Request&,
+                                                      httplib::Response& res) {
+    res.status = 409;
+    res.set_content(R"({"kind":"Status","code":409,"reason":"AlreadyExists"})", "application/json");
+  });
+  server_.Delete(
+      "/api/v1/namespaces/ns/configmaps/a", [](const httplib::Request&, httplib::Response& res) {
+        res.status = 404;
+        res.set_content(R"({"kind":"Status","code":404,"reason":"NotFound"})", "application/json");
+      });
+  StartServer();
+  auto c = Client();
+  std::mutex mu;
+  std::vector<std::string> seen;  // "verb code"
+  c->SetRequestObserver([&](std::string_view verb, int code, double seconds) {
+    EXPECT_GE(seconds, 0.0);
+    std::lock_guard<std::mutex> l(mu);
+    seen.push_back(std::string(verb) + " " + std::to_string(code));
+  });
+  EXPECT_TRUE(c->Get(kConfigMaps, "ns", "a").ok());
+  EXPECT_TRUE(c->List(kConfigMaps, "ns").ok());
+  EXPECT_FALSE(c->Create(kConfigMaps, "ns", Json{{"metadata", {{"name", "a"}}}}).ok());
+  EXPECT_FALSE(c->Delete(kConfigMaps, "ns", "a").ok());
+  EXPECT_EQ(seen, (std::vector<std::string>{"get 200", "list 200", "create 409", "delete 404"}));
+
+  c->SetRequestObserver({});
+  EXPECT_TRUE(c->Get(kConfigMaps, "ns", "a").ok());
+  EXPECT_EQ(seen.size(), 4u);
+}
+
+TEST(HttpClientStandaloneTest, ObserverSeesTransportFailureAsCodeZero) {
+  Config c;
+  c.server = "http://127.0.0.1:1";  // nothing listens on port 1
+  c.connect_timeout = 1s;
+  auto client = HttpClient::Create(c);
+  ASSERT_TRUE(client.ok());
+  std::vector<std::pair<std::string, int>> seen;
+  (*client)->SetRequestObserver(
+      [&](std::string_view verb, int code, double) { seen.emplace_back(std::string(verb), code); });
+  EXPECT_FALSE((*client)->Patch(kPods, "ns", "p", PatchType::kMerge, Json::object()).ok());
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], (std::pair<std::string, int>("patch", 0)));
+}
+
 TEST(HttpClientStandaloneTest, UnreachableServerIsUnavailable) {
   Config c;
   c.server = "http://127.0.0.1:1";  // nothing listens on port 1
@@ -276,13 +330,16 @@ TEST_F(HttpClientTest, WatchErrorEventIsGoneAndHandlerCanStop) {
 }
 
 TEST_F(HttpClientTest, WatchCancelledByStopToken) {
-  std::atomic<bool> release{false};
-  server_.Get("/api/v1/pods", [&](const httplib::Request&, httplib::Response& res) {
-    res.set_chunked_content_provider("application/json", [&](size_t, httplib::DataSink& sink) {
+  // Shared, not a local captured by reference: the server may call the provider again after the
+  // test body returned (it ran forever on a dangling flag once: the suite hung in TearDown).
+  auto release = std::make_shared<std::atomic<bool>>(false);
+  server_.Get("/api/v1/pods", [release](const httplib::Request&, httplib::Response& res) {
+    res.set_chunked_content_provider("application/json", [release](size_t,
+                                                                   httplib::DataSink& sink) {
       std::string ev = R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"1"}}})";
       sink.write(ev.data(), ev.size());
       // Then stay silent, like an idle watch.
-      while (!release) std::this_thread::sleep_for(5ms);
+      while (!*release) std::this_thread::sleep_for(5ms);
       sink.done();
       return true;
     });
@@ -300,7 +357,7 @@ TEST_F(HttpClientTest, WatchCancelledByStopToken) {
   auto begin = std::chrono::steady_clock::now();
   stop.request_stop();
   t.join();
-  release = true;
+  *release = true;
   EXPECT_EQ(s.code(), StatusCode::kCancelled) << s;
   EXPECT_LT(std::chrono::steady_clock::now() - begin, 2s);
 }

@@ -166,6 +166,14 @@ StatusOr<JobSpec> ParseJobSpec(const Json& spec, const SpecLimits& limits) {
     if (out.recovery.max_recoveries < 0) {
       return FieldError("spec.recovery.maxRecoveries", "must be >= 0");
     }
+    if (auto it = recovery->find("waitForDomainSeconds");
+        it != recovery->end() && !it->is_null()) {
+      int wait = 0;
+      NVL72_RETURN_IF_ERROR(ReadInt(*recovery, "waitForDomainSeconds",
+                                    "spec.recovery.waitForDomainSeconds", &wait));
+      if (wait < 0) return FieldError("spec.recovery.waitForDomainSeconds", "must be >= 0");
+      out.recovery.wait_for_domain_seconds = wait;
+    }
   }
 
   const Json* tmpl = nullptr;

@@ -32,6 +32,9 @@ struct RecoverySpec {
   RecoveryPolicy policy = RecoveryPolicy::kInPlace;
   int not_ready_grace_seconds = 60;
   int max_recoveries = 10;
+  // recovery.waitForDomainSeconds: how long a job waits for a healthy node in its own domain
+  // before the whole gang is re-placed elsewhere; nullopt = the operator's default.
+  std::optional<int> wait_for_domain_seconds;
 };
 
 // The typed, defaulted and validated `spec` of an NVL72Job.

@@ -28,13 +28,15 @@ TEST(ParseJobSpecTest, DefaultsAndValues) {
   EXPECT_EQ(s->recovery.policy, RecoveryPolicy::kInPlace);
   EXPECT_EQ(s->recovery.not_ready_grace_seconds, 60);
   EXPECT_EQ(s->recovery.max_recoveries, 10);
+  EXPECT_FALSE(s->recovery.wait_for_domain_seconds.has_value()) << "absent = operator default";
 }
 
 TEST(ParseJobSpecTest, AllFields) {
   Json spec = Json::parse(R"({
     "replicas": 32, "gpusPerReplica": 2, "preemptible": true,
     "topology": {"mode": "Preferred", "segmentSize": 16},
-    "recovery": {"policy": "RestartGang", "notReadyGraceSeconds": 5, "maxRecoveries": 3},
+    "recovery": {"policy": "RestartGang", "notReadyGraceSeconds": 5, "maxRecoveries": 3,
+                 "waitForDomainSeconds": 45},
     "template": {"metadata": {"labels": {"a": "b"}}}
   })");
   auto s = ParseJobSpec(spec);
@@ -47,6 +49,7 @@ TEST(ParseJobSpecTest, AllFields) {
   EXPECT_EQ(s->recovery.policy, RecoveryPolicy::kRestartGang);
   EXPECT_EQ(s->recovery.not_ready_grace_seconds, 5);
   EXPECT_EQ(s->recovery.max_recoveries, 3);
+  EXPECT_EQ(s->recovery.wait_for_domain_seconds, 45);
   EXPECT_EQ(s->pod_template["metadata"]["labels"]["a"], "b");
 
   auto r = ToGangRequest(*s, "ns/j", 7);
@@ -97,6 +100,8 @@ INSTANTIATE_TEST_SUITE_P(
                     "spec.recovery.policy"},
         InvalidCase{"grace_negative", R"({"recovery": {"notReadyGraceSeconds": -1}})",
                     "spec.recovery.notReadyGraceSeconds"},
+        InvalidCase{"wait_negative", R"({"recovery": {"waitForDomainSeconds": -1}})",
+                    "spec.recovery.waitForDomainSeconds"},
         InvalidCase{"max_recoveries_negative", R"({"recovery": {"maxRecoveries": -2}})",
                     "spec.recovery.maxRecoveries"},
         InvalidCase{"template_missing", R"({"template": null})", "spec.template: is required"},

@@ -13,6 +13,7 @@
 #include "kube/workqueue.h"
 #include "model/cluster_state.h"
 #include "model/names.h"
+#include "operator/job_objects.h"
 #include "operator/log.h"
 #include "operator/object_store.h"
 #include "operator/reconciler.h"
@@ -50,10 +51,32 @@ std::string DefaultIdentity() {
 
 }  // namespace
 
+bool WorkersStalled(bool leading, size_t ready_keys,
+                    std::chrono::steady_clock::duration since_progress,
+                    std::chrono::seconds limit) {
+  return limit.count() > 0 && leading && ready_keys > 0 && since_progress > limit;
+}
+
 Controller::Controller(kube::Client* client, Options options, Metrics* metrics)
     : client_(client), options_(std::move(options)), metrics_(metrics) {}
 
 Controller::~Controller() = default;
+
+void Controller::MarkProgress() {
+  progress_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
+}
+
+bool Controller::Healthy() const {
+  size_t ready = 0;
+  {
+    std::lock_guard<std::mutex> l(queue_mu_);
+    if (ready_keys_) ready = ready_keys_();
+  }
+  const auto since = std::chrono::steady_clock::now().time_since_epoch() -
+                     std::chrono::steady_clock::duration(progress_ns_.load());
+  return !WorkersStalled(leader_.load(), ready, since,
+                         std::chrono::seconds(options_.health_stall_seconds));
+}
 
 Status Controller::Run(std::stop_token stop) {
   kube::Clock* clock = kube::RealClock();
@@ -126,11 +149,53 @@ Status Controller::Run(std::stop_token stop) {
   ropts.cluster.tolerated_taint_keys = {options_.gpu_resource};
   ropts.policy = options_.policy;
   ropts.spares_per_domain = options_.spares_per_domain;
+  ropts.spare_reserve = options_.spare_reserve;
   ropts.master_port = options_.master_port;
+  if (options_.recovery_wait_seconds >= 0) {
+    ropts.recovery.wait_bound = std::chrono::seconds(options_.recovery_wait_seconds);
+  }
+  ropts.recovery.move_cordoned_ranks = options_.cordoned_ranks == "move";
+  ropts.recovery.stale_pod_grace_seconds = options_.defrag_grace_seconds;
+  ropts.defrag.enabled = options_.defrag;
+  ropts.defrag.max_concurrent_moves = options_.defrag_max_concurrent_moves;
+  ropts.defrag.min_interval = std::chrono::seconds(options_.defrag_min_interval_seconds);
+  ropts.defrag.cooldown = std::chrono::seconds(options_.defrag_cooldown_seconds);
   Reconciler reconciler(client_, &store, &recorder, metrics_,
                         [&](const std::string& key) { queue.Add(key); }, ropts);
-  reconciler.recovery()->SetEnqueueAfter(
+  reconciler.SetEnqueueAfter(
       [&](const std::string& key, std::chrono::milliseconds d) { queue.AddAfter(key, d); });
+  // Defragmentation moves ("started" / "completed" / "failed") reach the metrics here only.
+  reconciler.defrag()->SetMoveHook([this](std::string_view result) {
+    if (metrics_ != nullptr) metrics_->CountDefragMove(result);
+  });
+
+  // Scrape-time metrics and the liveness probe read the queue and the informers while Run() runs;
+  // the guard detaches both before they go out of scope.
+  {
+    std::lock_guard<std::mutex> l(queue_mu_);
+    ready_keys_ = [&queue] { return queue.Len(); };
+  }
+  if (metrics_ != nullptr) {
+    metrics_->SetCollectHook([&] {
+      metrics_->SetWorkQueue(queue.Len(), queue.NumWaiting());
+      metrics_->SetLeader(leader_.load());
+      metrics_->SetInformer("nvl72jobs", jobs.Stats(), jobs.Size());
+      metrics_->SetInformer("pods", pods.Stats(), pods.Size());
+      metrics_->SetInformer("nodes", nodes.Stats(), nodes.Size());
+      metrics_->SetJobStates(CountJobStates(jobs.List()));
+    });
+  }
+  struct Detach {
+    Controller* c;
+    ~Detach() {
+      if (c->metrics_ != nullptr) {
+        c->metrics_->SetCollectHook({});
+        c->metrics_->SetLeader(false);
+      }
+      std::lock_guard<std::mutex> l(c->queue_mu_);
+      c->ready_keys_ = nullptr;
+    }
+  } detach{this};
 
   jobs.Start();
   pods.Start();
@@ -152,6 +217,7 @@ Status Controller::Run(std::stop_token stop) {
   std::mutex mu;
   std::condition_variable cv;
   auto start_workers = [&] {
+    MarkProgress();
     leader_ = true;
     NVL72_LOG(kInfo) << "starting " << options_.workers << " workers as " << identity;
     queue.Add(admission);
@@ -164,8 +230,10 @@ Status Controller::Run(std::stop_token stop) {
             queue.Forget(*key);
           } else {
             queue.AddRateLimited(*key);
+            if (metrics_ != nullptr) metrics_->CountRetry();
           }
           queue.Done(*key);
+          MarkProgress();
         }
       });
     }

@@ -302,4 +302,21 @@ bool ApplyPlacedStatus(Json& status, const model::JobPlacement& placement, const
   return changed;
 }
 
+std::string JobMetricState(const Json& job) {
+  const Json& st = kube::AtPath(job, "/status/state");
+  std::string state = st.is_string() ? st.get<std::string>() : "";
+  if (state.empty()) state = "Pending";
+  if (state != "Succeeded" && state != "Failed" &&
+      model::ConditionIsTrue(job, model::kConditionRecovering)) {
+    return "Recovering";
+  }
+  return state;
+}
+
+std::map<std::string, int, std::less<>> CountJobStates(const std::vector<kube::ObjectPtr>& jobs) {
+  std::map<std::string, int, std::less<>> out;
+  for (const auto& j : jobs) ++out[JobMetricState(*j)];
+  return out;
+}
+
 }  // namespace nvl72::op

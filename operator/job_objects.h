@@ -4,12 +4,15 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
+#include "kube/informer.h"
 #include "model/job_spec.h"
 
 namespace nvl72::op {
@@ -67,5 +70,12 @@ bool ApplyInvalidStatus(Json& status, std::string_view message, int64_t generati
                         std::chrono::system_clock::time_point now);
 
 std::string JoinDomains(const std::vector<std::string>& domains);
+
+// The state a job is counted under in metrics (Metrics::kJobStates): "Recovering" while its
+// Recovering condition is True and it has not finished, else status.state, "Pending" when the
+// operator has not written one yet.
+std::string JobMetricState(const Json& job);
+// Jobs per JobMetricState().
+std::map<std::string, int, std::less<>> CountJobStates(const std::vector<kube::ObjectPtr>& jobs);
 
 }  // namespace nvl72::op

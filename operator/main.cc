@@ -51,6 +51,8 @@ int Main(int argc, char** argv) {
     return 0;
   }
   SetLogLevel(ParseLogLevel(o.log_level));
+  LogFormat format = LogFormat::kText;
+  if (ParseLogFormat(o.log_format, &format)) SetLogFormat(format);
 
   // Signals are handled by one thread; every other thread has them blocked.
   sigset_t sigs;
@@ -79,6 +81,9 @@ int Main(int argc, char** argv) {
   }
 
   Metrics metrics;
+  (*client)->SetRequestObserver([&metrics](std::string_view verb, int code, double seconds) {
+    metrics.ObserveApiRequest(verb, code, seconds);
+  });
   std::unique_ptr<prometheus::Exposer> exposer;
   if (!o.metrics_addr.empty() && o.metrics_addr != "0") {
     std::string host;
@@ -86,7 +91,7 @@ int Main(int argc, char** argv) {
     SplitHostPort(o.metrics_addr, &host, &port);
     try {
       exposer = std::make_unique<prometheus::Exposer>(host + ":" + std::to_string(port));
-      exposer->RegisterCollectable(metrics.registry());
+      exposer->RegisterCollectable(metrics.Collectable());
     } catch (const std::exception& e) {
       NVL72_LOG(kError) << "metrics server on " << o.metrics_addr << ": " << e.what();
       return 1;

@@ -52,5 +52,42 @@ TEST(NodeHealthTest, EachCause) {
   EXPECT_EQ(failed[1].rank, 3);
 }
 
+TEST(NodeHealthTest, PodFailedByNodeTellsNodeCausesFromTheApplicationsOwn) {
+  auto pod = [](const std::string& phase, const std::string& reason, const std::string& cond) {
+    Json p = {{"status", {{"phase", phase}}}};
+    if (!reason.empty()) p["status"]["reason"] = reason;
+    if (!cond.empty()) {
+      p["status"]["conditions"] = {
+          {{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", cond}}};
+    }
+    return p;
+  };
+  struct Case {
+    Json pod;
+    bool by_node;
+  };
+  const std::vector<Case> cases = {
+      {pod("Failed", "NodeLost", ""), true},
+      {pod("Failed", "Evicted", ""), true},
+      {pod("Failed", "NodeShutdown", ""), true},
+      {pod("Failed", "Terminated", ""), true},
+      {pod("Failed", "OutOfnvidia.com/gpu", ""), true},
+      {pod("Failed", "UnexpectedAdmissionError", ""), true},
+      {pod("Failed", "", "DeletionByTaintManager"), true},
+      {pod("Failed", "", "TerminationByKubelet"), true},
+      {pod("Failed", "", "DeletionByPodGC"), true},
+      {pod("Failed", "", ""), false},                       // container exited non-zero
+      {pod("Failed", "Error", ""), false},
+      {pod("Failed", "", "PreemptionByScheduler"), false},  // not the node
+      {pod("Running", "NodeLost", ""), false},              // not failed (yet)
+      {pod("Succeeded", "", "TerminationByKubelet"), false},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(!PodFailedByNode(c.pod).empty(), c.by_node) << c.pod.dump();
+  }
+  EXPECT_EQ(PodFailedByNode(pod("Failed", "", "DeletionByTaintManager")),
+            "DisruptionTarget/DeletionByTaintManager");
+}
+
 }  // namespace
 }  // namespace nvl72::op

@@ -26,7 +26,9 @@ Usage: nvl72-operator [flags]
   --domain-label KEY           node label naming the NVLink domain (default nvidia.com/gpu.clique)
   --domain-label-fallback KEY  node label used when the domain label is missing (default none)
   --gpu-resource NAME          GPU extended resource (default nvidia.com/gpu)
-  --spares-per-domain N        empty nodes per domain kept out of new gangs (default 2)
+  --spares-per-domain N        empty nodes per domain kept for in-place recovery (default 2)
+  --spare-reserve MODE         soft: a gang that fits nowhere else takes the spares instead of
+                               waiting; hard: new gangs never take them (default soft)
   --policy NAME                placement policy: nvl72 | spread | first-fit | domain-best-fit (default nvl72)
   --workers N                  concurrent reconcile workers (default 4)
   --master-port N              MASTER_PORT given to rank pods (default 29500)
@@ -37,7 +39,20 @@ Usage: nvl72-operator [flags]
   --identity ID                leader election identity (default hostname_pid)
   --metrics-addr HOST:PORT     Prometheus /metrics (default 0.0.0.0:8080; "0" disables)
   --health-addr HOST:PORT      /healthz and /readyz (default 0.0.0.0:8081; "0" disables)
+  --health-stall-seconds N     /healthz fails when keys wait in the work queue and no reconcile
+                               finished for N seconds (stuck workers; default 300; 0 = off)
   --log-level LEVEL            debug | info | warning | error (default info)
+  --recovery-wait-seconds N    no healthy node left in a job's domain: wait this long before moving the
+                               gang (default: 3 x the job's notReadyGraceSeconds; a job's
+                               spec.recovery.waitForDomainSeconds wins)
+  --cordoned-ranks MODE        ranks on cordoned nodes: keep (stay) | move (gracefully, to a free node
+                               of the same domain) (default keep); cordoned nodes never get new work
+  --defrag[=BOOL]              move preemptible jobs so a waiting Required gang fits (default true)
+  --defrag-max-concurrent-moves N  jobs being moved by defragmentation at once (default 2)
+  --defrag-min-interval-seconds N  minimum time between two defragmentation plans (default 30)
+  --defrag-cooldown-seconds N  a job moved by defragmentation is not moved again within this (default 600)
+  --defrag-grace-seconds N     deletion grace period of a moved job's pods, for checkpointing (default 30)
+  --log-format FORMAT          text | json (one JSON object per line; default text)
   --help                       this text
   --version                    print the version
 )";
@@ -51,13 +66,24 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       {"gpu-resource", &o.gpu_resource},     {"policy", &o.policy},
       {"lease-name", &o.lease_name},         {"lease-namespace", &o.lease_namespace},
       {"identity", &o.identity},             {"metrics-addr", &o.metrics_addr},
-      {"health-addr", &o.health_addr},       {"log-level", &o.log_level}};
+      {"health-addr", &o.health_addr},       {"log-level", &o.log_level},
+      {"cordoned-ranks", &o.cordoned_ranks},
+      {"log-format", &o.log_format}};
+  std::string spare_reserve(placement::SpareReserveName(o.spare_reserve));
+  strings["spare-reserve"] = &spare_reserve;
   std::map<std::string, int*> ints = {{"spares-per-domain", &o.spares_per_domain},
                                       {"workers", &o.workers},
                                       {"master-port", &o.master_port},
-                                      {"admission-resync-seconds", &o.admission_resync_seconds}};
+                                      {"admission-resync-seconds", &o.admission_resync_seconds},
+                                      {"recovery-wait-seconds", &o.recovery_wait_seconds},
+                                      {"defrag-max-concurrent-moves", &o.defrag_max_concurrent_moves},
+                                      {"defrag-min-interval-seconds", &o.defrag_min_interval_seconds},
+                                      {"defrag-cooldown-seconds", &o.defrag_cooldown_seconds},
+                                      {"defrag-grace-seconds", &o.defrag_grace_seconds},
+                                      {"health-stall-seconds", &o.health_stall_seconds}};
   std::map<std::string, bool*> bools = {
-      {"leader-elect", &o.leader_elect}, {"help", &o.help}, {"version", &o.version}};
+      {"leader-elect", &o.leader_elect}, {"help", &o.help}, {"version", &o.version},
+      {"defrag", &o.defrag}};
 
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -102,6 +128,10 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
     }
   }
   if (o.help || o.version) return o;
+  if (!placement::ParseSpareReserve(spare_reserve, &o.spare_reserve)) {
+    return InvalidArgumentError("--spare-reserve: expected soft or hard, got \"" + spare_reserve +
+                                "\"");
+  }
   if (placement::MakePolicy(o.policy) == nullptr) {
     return InvalidArgumentError("--policy: unknown policy \"" + o.policy + "\"");
   }
@@ -109,7 +139,17 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       o.log_level != "error") {
     return InvalidArgumentError("--log-level: expected debug, info, warning or error");
   }
+  if (o.log_format != "text" && o.log_format != "json") {
+    return InvalidArgumentError("--log-format: expected text or json");
+  }
   if (o.workers < 1) return InvalidArgumentError("--workers: must be >= 1");
+  if (o.cordoned_ranks != "keep" && o.cordoned_ranks != "move") {
+    return InvalidArgumentError("--cordoned-ranks: expected keep or move, got \"" +
+                                o.cordoned_ranks + "\"");
+  }
+  if (o.defrag_max_concurrent_moves < 1) {
+    return InvalidArgumentError("--defrag-max-concurrent-moves: must be >= 1");
+  }
   if (o.domain_label.empty()) return InvalidArgumentError("--domain-label: must not be empty");
   for (auto [flag, addr] : {std::pair{"--metrics-addr", &o.metrics_addr},
                             std::pair{"--health-addr", &o.health_addr}}) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "placement/policy.h"
 
 namespace nvl72::op {
 
@@ -16,6 +17,9 @@ struct Options {
   std::string domain_label_fallback;
   std::string gpu_resource = "nvidia.com/gpu";
   int spares_per_domain = 2;
+  // hard: new gangs never take the spares; soft: a gang that fits nowhere else (or fills a domain's
+  // free nodes exactly) takes them instead of waiting. See docs/simulator.md for the measurements.
+  placement::SpareReserve spare_reserve = placement::SpareReserve::kSoft;
   std::string policy = "nvl72";
   int workers = 4;
   int master_port = 29500;
@@ -27,6 +31,19 @@ struct Options {
   std::string metrics_addr = "0.0.0.0:8080";  // "" or "0" disables
   std::string health_addr = "0.0.0.0:8081";   // "" or "0" disables
   std::string log_level = "info";              // debug | info | warning | error
+  // Recovery (issue 6). -1 = unset: a job without spec.recovery.waitForDomainSeconds waits
+  // 3 x its notReadyGraceSeconds for a node in its domain before its gang moves.
+  int recovery_wait_seconds = -1;
+  std::string cordoned_ranks = "keep";  // keep | move (gracefully, when a node of the domain is free)
+  // Defragmentation (issue 6): moves preemptible jobs so a waiting Required gang fits.
+  bool defrag = true;
+  int defrag_max_concurrent_moves = 2;  // jobs being moved at once (and per plan)
+  int defrag_min_interval_seconds = 30;  // between two plans' moves
+  int defrag_cooldown_seconds = 600;     // a moved job is not moved again within this
+  int defrag_grace_seconds = 30;         // deletion grace of a moved job's pods (checkpointing)
+  std::string log_format = "text";             // text | json
+  // /healthz fails when keys are ready in the work queue but no reconcile finished for this long.
+  int health_stall_seconds = 300;  // 0 = off
   bool help = false;
   bool version = false;
 };

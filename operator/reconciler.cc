@@ -8,6 +8,7 @@
 #include "model/names.h"
 #include "operator/job_objects.h"
 #include "operator/log.h"
+#include "placement/fragmentation.h"
 
 namespace nvl72::op {
 namespace {
@@ -32,6 +33,13 @@ std::string CreationTimestamp(const Json& obj) {
   return t.is_string() ? t.get<std::string>() : std::string();
 }
 
+// Seconds from the object's creation to `now`; 0 when the timestamp is missing or malformed.
+double AgeSeconds(const Json& obj, std::chrono::system_clock::time_point now) {
+  auto created = kube::ParseTime(CreationTimestamp(obj));
+  if (!created.ok()) return 0;
+  return std::max(0.0, std::chrono::duration<double>(now - *created).count());
+}
+
 }  // namespace
 
 Reconciler::Reconciler(kube::Client* client, const ObjectStore* store, kube::EventRecorder* events,
@@ -46,6 +54,7 @@ Reconciler::Reconciler(kube::Client* client, const ObjectStore* store, kube::Eve
       wall_clock_(wall_clock ? std::move(wall_clock) : [] { return std::chrono::system_clock::now(); }) {
   placement::PolicyOptions po;
   po.spares_per_domain = options_.spares_per_domain;
+  po.spare_reserve = options_.spare_reserve;
   policy_ = placement::MakePolicy(options_.policy, po);
   if (policy_ == nullptr) policy_ = placement::MakePolicy("nvl72", po);
   recovery_ = std::make_unique<JobRecovery>(
@@ -53,7 +62,16 @@ Reconciler::Reconciler(kube::Client* client, const ObjectStore* store, kube::Eve
       JobRecovery::Config{.options = options_.recovery,
                           .field_manager = options_.field_manager,
                           .master_port = options_.master_port,
-                          .admission_key = kAdmissionKey});
+                          .admission_key = kAdmissionKey,
+                          .metrics = metrics_});
+  defrag_ = std::make_unique<DefragExecutor>(
+      client_, events_, policy_.get(), enqueue_,
+      DefragExecutor::Config{.options = options_.defrag, .field_manager = options_.field_manager});
+}
+
+void Reconciler::SetEnqueueAfter(EnqueueAfter fn) {
+  enqueue_after_ = fn;
+  recovery_->SetEnqueueAfter(std::move(fn));
 }
 
 Status Reconciler::Reconcile(const std::string& key) {
@@ -65,7 +83,9 @@ Status Reconciler::Reconcile(const std::string& key) {
                              s.ok() ? "ok" : (kube::IsConflict(s) ? "requeue" : "error"),
                              SecondsSince(t0));
   }
-  if (!s.ok()) NVL72_LOG(kDebug) << "reconcile " << key << ": " << s;
+  if (!s.ok()) {
+    NVL72_LOG(kDebug).Job(admission ? "" : key) << "reconcile " << key << ": " << s;
+  }
   return s;
 }
 
@@ -175,6 +195,9 @@ Status Reconciler::AdmitPending() {
   stats.considered = static_cast<int>(pending.size());
   Status first_error;
   const auto now = wall_clock_();
+  std::vector<DefragWaitingJob> still_waiting;
+  double longest_wait = 0;
+  std::vector<placement::JobShape> waiting_shapes;  // what stranded capacity is measured against
   for (auto& p : pending) {
     const auto t0 = Clock::now();
     placement::GangDecision d =
@@ -185,6 +208,10 @@ Status Reconciler::AdmitPending() {
 
     if (!d.placed) {
       ++stats.waiting;
+      still_waiting.push_back({p.job, &p.spec, p.priority});
+      longest_wait = std::max(longest_wait, AgeSeconds(*p.job, now));
+      waiting_shapes.push_back(
+          {.nodes = p.spec.EffectiveSegmentSize(), .gpus_per_node = p.spec.gpus_per_replica});
       Json status = kube::AtPath(*p.job, "/status");
       const bool was_waiting = model::FindCondition(*p.job, model::kConditionAdmitted) != nullptr;
       if (ApplyWaitingStatus(status, d.reason, kube::Generation(*p.job), now)) {
@@ -200,7 +227,7 @@ Status Reconciler::AdmitPending() {
         state.snapshot(), d.placement, kube::Name(*p.job), p.spec.segment_size);
     auto committed = Commit(*p.job, placement);
     if (!committed.ok()) {
-      NVL72_LOG(kWarning) << "commit of " << p.key << " failed: " << committed.status();
+      NVL72_LOG(kWarning).Job(p.key) << "commit of " << p.key << " failed: " << committed.status();
       if (first_error.ok()) first_error = committed.status();
       continue;
     }
@@ -213,9 +240,9 @@ Status Reconciler::AdmitPending() {
     }
     if ((*committed)->written) {
       ++stats.admitted;
-      if (metrics_ != nullptr) metrics_->CountAdmitted();
-      NVL72_LOG(kInfo) << "admitted " << p.key << " (" << p.spec.replicas << " ranks) in "
-                       << JoinDomains(held.domains);
+      if (metrics_ != nullptr) metrics_->CountAdmitted(AgeSeconds(*p.job, now));
+      NVL72_LOG(kInfo).Job(p.key) << "admitted " << p.key << " (" << p.spec.replicas
+                                  << " ranks) in " << JoinDomains(held.domains);
       Event(*p.job, false, "Admitted", "Admit",
             "placed " + std::to_string(p.spec.replicas) + " ranks in " + JoinDomains(held.domains));
     }
@@ -223,17 +250,29 @@ Status Reconciler::AdmitPending() {
   }
   stats.holding = static_cast<int>(state.reservations().size());
 
-  if (metrics_ != nullptr) {
-    metrics_->SetWaitingJobs(stats.waiting);
-    metrics_->SetAdmittedJobs(stats.holding);
-    const auto& snap = state.snapshot();
-    for (const auto& dom : snap.domains) {
-      int free = 0;
-      for (placement::NodeId id : dom.nodes) {
-        if (snap.nodes[id].Schedulable()) free += snap.nodes[id].FreeGpus();
+  // A Required gang waits although GPUs are free in total: move preemptible jobs, within budget.
+  if (!still_waiting.empty() && options_.defrag.enabled) {
+    std::vector<const Json*> job_ptrs;
+    for (const auto& j : jobs) job_ptrs.push_back(j.get());
+    auto decision = defrag_->Run(state, still_waiting, job_ptrs, now);
+    if (!decision.ok()) {
+      if (first_error.ok()) first_error = decision.status();
+    } else if (decision->execute) {
+      stats.defrag_moves = static_cast<int>(decision->moves.size());
+    } else {
+      NVL72_LOG(kDebug) << "no defragmentation: " << decision->reason;
+      if (decision->retry_after && enqueue_after_) {
+        enqueue_after_(kAdmissionKey, *decision->retry_after + std::chrono::milliseconds(100));
       }
-      metrics_->SetDomainFreeGpus(dom.name, free);
     }
+  }
+
+  if (metrics_ != nullptr) {
+    metrics_->SetWaiting(stats.waiting, longest_wait);
+    metrics_->SetAdmittedJobs(stats.holding);
+    metrics_->SetClusterStats(
+        state.snapshot(),
+        placement::ComputeStats(state.snapshot(), options_.spares_per_domain, waiting_shapes));
   }
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -327,7 +366,7 @@ Status Reconciler::Finalize(const Json& job) {
     std::lock_guard<std::mutex> l(mu_);
     assumed_.erase(kube::KeyOf(job));
   }
-  NVL72_LOG(kInfo) << "released " << kube::KeyOf(job);
+  NVL72_LOG(kInfo).Job(kube::KeyOf(job)) << "released " << kube::KeyOf(job);
   Event(job, false, "Released", "Delete", "reservation released; pods deleted");
   enqueue_(kAdmissionKey);
   return Status::Ok();
@@ -358,7 +397,8 @@ Status Reconciler::EnsureObjects(const Json& job, const model::JobSpec& spec,
     }
   }
   if (created > 0) {
-    NVL72_LOG(kDebug) << "created " << created << " pods of " << kube::KeyOf(job);
+    NVL72_LOG(kDebug).Job(kube::KeyOf(job))
+        << "created " << created << " pods of " << kube::KeyOf(job);
     Event(job, false, "PodsCreated", "Create",
           "created " + std::to_string(created) + " rank pods on their planned nodes");
   }
@@ -439,12 +479,21 @@ Status Reconciler::ReconcileJob(const std::string& key) {
   PodSummary summary = SummarizePods(*placement, pod_ptrs);
   Json status = kube::AtPath(*job, "/status");
   const std::string state_before = status.value("state", "");
-  if (!ApplyPlacedStatus(status, *placement, summary, generation, now)) return Status::Ok();
+  bool changed = ApplyPlacedStatus(status, *placement, summary, generation, now);
   const std::string state_after = status.value("state", "");
+  // A job moved by defragmentation: its move ends when every rank runs again (or it ends).
+  const std::string_view moved = defrag_->FinishMove(
+      *job, status,
+      state_after == "Succeeded" ||
+          (summary.running == summary.ranks && summary.bound == summary.ranks && summary.ranks > 0),
+      state_after == "Failed", now);
+  changed |= !moved.empty();
+  if (!changed) return Status::Ok();
   NVL72_RETURN_IF_ERROR(WriteStatus(*job, std::move(status)));
+  defrag_->MoveFinished(*job, moved);
   if (state_after != state_before) {
     if (state_after == "Succeeded" || state_after == "Failed") {
-      NVL72_LOG(kInfo) << key << " " << state_after;
+      NVL72_LOG(kInfo).Job(key) << key << " " << state_after;
       Event(*job, state_after == "Failed", state_after, "Complete", "job " + state_after);
       enqueue_(kAdmissionKey);  // its GPUs are free again
       if (state_after == "Failed") enqueue_(key);  // stop the remaining ranks

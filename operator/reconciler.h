@@ -31,6 +31,7 @@
 #include "kube/events.h"
 #include "model/cluster_state.h"
 #include "model/job_spec.h"
+#include "operator/defrag_executor.h"
 #include "operator/metrics.h"
 #include "operator/object_store.h"
 #include "operator/recovery.h"
@@ -42,9 +43,11 @@ struct ReconcilerOptions {
   model::ClusterOptions cluster;  // domain labels, GPU resource
   std::string policy = "nvl72";
   int spares_per_domain = 2;
+  placement::SpareReserve spare_reserve = placement::SpareReserve::kSoft;
   int master_port = 29500;
   std::string field_manager = "nvl72-operator";
   RecoveryOptions recovery;  // node failures of admitted jobs (operator/recovery.h)
+  DefragOptions defrag;      // moves of preemptible jobs for waiting gangs (operator/defrag_executor.h)
 };
 
 class Reconciler {
@@ -53,6 +56,7 @@ class Reconciler {
 
   using Enqueue = std::function<void(const std::string& key)>;
   using WallClock = std::function<std::chrono::system_clock::time_point()>;
+  using EnqueueAfter = std::function<void(const std::string& key, std::chrono::milliseconds)>;
 
   // `client`, `store` must outlive the reconciler; `events` and `metrics` may be null.
   // `enqueue` adds a key to the work queue (called from Reconcile()).
@@ -72,12 +76,19 @@ class Reconciler {
     int admitted = 0;
     int waiting = 0;
     int holding = 0;  // jobs holding a reservation after the pass
+    int defrag_moves = 0;  // jobs moved by defragmentation after the pass
     std::vector<double> decision_seconds;  // one per PlaceGang call
   };
   PassStats LastPass() const;
 
   // Recovery of jobs on failed nodes; the controller wires its delayed requeue (SetEnqueueAfter).
   JobRecovery* recovery() { return recovery_.get(); }
+  // Defragmentation; the controller wires its metrics hook (DefragExecutor::SetMoveHook).
+  DefragExecutor* defrag() { return defrag_.get(); }
+
+  // Delayed requeue (the controller's WorkQueue::AddAfter) for recovery and the defragmentation
+  // budget. Call before the first Reconcile.
+  void SetEnqueueAfter(EnqueueAfter fn);
 
  private:
   struct Assumed {
@@ -115,6 +126,8 @@ class Reconciler {
   WallClock wall_clock_;
   std::unique_ptr<placement::PlacementPolicy> policy_;
   std::unique_ptr<JobRecovery> recovery_;
+  std::unique_ptr<DefragExecutor> defrag_;
+  EnqueueAfter enqueue_after_;
 
   mutable std::mutex mu_;
   mutable std::map<std::string, Assumed> assumed_;  // job key -> committed placement

@@ -180,7 +180,33 @@ RecoveryPlan PlanRecovery(const placement::PlacementPolicy& policy, const Recove
   const seconds grace(std::max(0, spec.recovery.not_ready_grace_seconds));
   const Time now = in.now;
 
-  plan.failed = FailedRanks(state, plan.placement, spec.gpus_per_replica, grace, now);
+  plan.failed = FailedRanks(state, plan.placement, spec.gpus_per_replica, grace, now,
+                            options.move_cordoned_ranks);
+  // The rank's current pod failed because of its node: a node failure even if the node looks fine.
+  for (const Json* p : in.pods) {
+    int rank = -1;
+    if (!model::GangRankOf(*p, nullptr, &rank) || kube::IsBeingDeleted(*p)) continue;
+    const model::RankAssignment* a = plan.placement.FindRank(rank);
+    if (a == nullptr || kube::Name(*p) != a->pod || PlannedNodeOf(*p) != a->node) continue;
+    std::string why = PodFailedByNode(*p);
+    if (why.empty()) continue;
+    auto it = std::find_if(plan.failed.begin(), plan.failed.end(),
+                           [&](const FailedRank& f) { return f.rank == rank; });
+    if (it == plan.failed.end()) {
+      plan.failed.push_back({rank, a->node, NodeFailure::kPodFailedByNode, why});
+    } else if (!RankStopped(it->cause)) {
+      *it = {rank, a->node, NodeFailure::kPodFailedByNode, why};
+    }
+  }
+  std::sort(plan.failed.begin(), plan.failed.end(),
+            [](const FailedRank& a, const FailedRank& b) { return a.rank < b.rank; });
+  // Ranks that stopped go first; ranks on cordoned nodes move only when nothing else is wrong.
+  const bool any_stopped = std::any_of(plan.failed.begin(), plan.failed.end(),
+                                       [](const FailedRank& f) { return RankStopped(f.cause); });
+  if (any_stopped) {
+    std::erase_if(plan.failed, [](const FailedRank& f) { return !RankStopped(f.cause); });
+  }
+  const bool cordon_only = !plan.failed.empty() && !any_stopped;
 
   // A NotReady node still inside its grace: look again when the grace ends.
   auto requeue_at_most = [&](milliseconds d) {
@@ -227,7 +253,18 @@ RecoveryPlan PlanRecovery(const placement::PlacementPolicy& policy, const Recove
   for (const auto& f : plan.failed) {
     if (!what.empty()) what += ", ";
     what += "rank " + std::to_string(f.rank) + " on " + f.node + " (" +
-            Str(NodeFailureName(f.cause)) + ")";
+            Str(NodeFailureName(f.cause)) + (f.detail.empty() ? "" : " " + f.detail) + ")";
+  }
+  // A rank on a cordoned node still runs: it moves when a node is free, else it stays.
+  auto keep_cordoned = [&](const std::string& why) {
+    plan.failed.clear();
+    plan.message = what + ": stays: " + why;
+    requeue_at_most(options.cordon_recheck);
+    return plan;
+  };
+  if (cordon_only && (spec.recovery.policy == model::RecoveryPolicy::kNone ||
+                      recoveries >= spec.recovery.max_recoveries)) {
+    return keep_cordoned("no recovery left");
   }
 
   auto fail = [&](std::string_view reason, const std::string& message) {
@@ -303,10 +340,15 @@ RecoveryPlan PlanRecovery(const placement::PlacementPolicy& policy, const Recove
     return plan;
   }
 
+  if (cordon_only) return keep_cordoned(d.reason);
+
   // No healthy node in the domain: wait up to the bound, then re-place the whole gang.
-  const milliseconds bound =
-      std::max(duration_cast<milliseconds>(options.min_wait),
-               duration_cast<milliseconds>(grace * options.wait_grace_multiple));
+  const seconds configured =
+      spec.recovery.wait_for_domain_seconds ? seconds(*spec.recovery.wait_for_domain_seconds)
+      : options.wait_bound                  ? *options.wait_bound
+                                            : grace * options.wait_grace_multiple;
+  const milliseconds bound = std::max(duration_cast<milliseconds>(options.min_wait),
+                                      duration_cast<milliseconds>(configured));
   std::optional<Time> since =
       ConditionSince(plan.status, model::kConditionRecovering, kReasonWaiting);
   const milliseconds waited = since ? duration_cast<milliseconds>(now - *since) : milliseconds(0);
@@ -347,6 +389,36 @@ RecoveryPlan PlanRecovery(const placement::PlacementPolicy& policy, const Recove
                generation, now);
   plan.write_status = true;
   return plan;
+}
+
+std::optional<FinishedRecovery> RecoveryFinishedBy(const Json& status_before,
+                                                   const RecoveryPlan& plan, Time now) {
+  if (plan.action == RecoveryAction::kFail) return FinishedRecovery{"failed", std::nullopt};
+  if (plan.action != RecoveryAction::kNone || !plan.write_status) return std::nullopt;
+  std::string reason_before, reason_after;
+  if (!ConditionTrue(status_before, model::kConditionRecovering, &reason_before)) {
+    return std::nullopt;
+  }
+  std::string_view outcome;
+  if (reason_before == kReasonReplacing) {
+    outcome = "in_place";
+  } else if (reason_before == kReasonMoving) {
+    outcome = "moved";
+  } else {
+    return std::nullopt;
+  }
+  for (const auto& c : plan.status.value("conditions", Json::array())) {
+    if (c.is_object() && c.value("type", "") == model::kConditionRecovering &&
+        c.value("status", "") == "False") {
+      reason_after = c.value("reason", "");
+    }
+  }
+  if (reason_after != "Recovered") return std::nullopt;
+  std::optional<double> seconds;
+  if (auto since = ConditionSince(status_before, model::kConditionRecovering, reason_before)) {
+    seconds = std::max(0.0, std::chrono::duration<double>(now - *since).count());
+  }
+  return FinishedRecovery{outcome, seconds};
 }
 
 std::vector<const Json*> StaleRankPods(const model::JobSpec& spec, const Json& job_status,
@@ -418,8 +490,9 @@ Status JobRecovery::EvictLenders(const RecoveryInput& in, const std::vector<std:
     }
     Status s = client_->Evict(kube::Namespace(*p), kube::Name(*p));
     if (s.ok()) {
-      NVL72_LOG(kInfo) << "evicted preemptible pod " << kube::KeyOf(*p) << " from " << BoundNode(*p)
-                       << " for recovery of " << kube::KeyOf(*in.job);
+      NVL72_LOG(kInfo).Job(kube::KeyOf(*in.job)).Node(BoundNode(*p))
+          << "evicted preemptible pod " << kube::KeyOf(*p) << " from " << BoundNode(*p)
+          << " for recovery of " << kube::KeyOf(*in.job);
       Event(*in.job, false, "EvictedLender",
             "evicted preemptible pod " + kube::KeyOf(*p) + " from " + BoundNode(*p));
     } else if (!kube::IsNotFound(s) && first_error.ok()) {
@@ -446,18 +519,24 @@ StatusOr<bool> JobRecovery::Reconcile(const RecoveryInput& in) {
       if (kube::IsNotFound(written.status())) return true;
       return written.status();
     }
+    if (config_.metrics != nullptr) {
+      if (auto f = RecoveryFinishedBy(kube::AtPath(job, "/status"), plan, in.now)) {
+        config_.metrics->CountRecovery(f->outcome, f->seconds);
+      }
+    }
+    const std::string failed_node = plan.failed.empty() ? "" : plan.failed.front().node;
     switch (plan.action) {
       case RecoveryAction::kReplace:
       case RecoveryAction::kMoveGang:
-        NVL72_LOG(kInfo) << key << ": " << plan.message;
+        NVL72_LOG(kInfo).Job(key).Node(failed_node) << key << ": " << plan.message;
         Event(job, true, "Recovering", plan.message);
         break;
       case RecoveryAction::kFail:
-        NVL72_LOG(kWarning) << key << " failed: " << plan.message;
+        NVL72_LOG(kWarning).Job(key).Node(failed_node) << key << " failed: " << plan.message;
         Event(job, true, "Failed", plan.message);
         break;
       case RecoveryAction::kWait:
-        NVL72_LOG(kInfo) << key << " waits: " << plan.message;
+        NVL72_LOG(kInfo).Job(key).Node(failed_node) << key << " waits: " << plan.message;
         Event(job, true, "WaitingForNode", plan.message);
         break;
       case RecoveryAction::kNone:
@@ -480,7 +559,9 @@ StatusOr<bool> JobRecovery::Reconcile(const RecoveryInput& in) {
 
   const Json& status = plan.write_status ? plan.status : kube::AtPath(job, "/status");
   const int epoch = IntAt(status, "recoveries");
-  if (epoch == 0 && plan.action == RecoveryAction::kNone) return false;  // never recovered
+  const std::vector<const Json*> stale = StaleRankPods(*in.spec, status, plan.placement, in.pods);
+  // Never recovered nor moved: the caller's usual pass creates the pods.
+  if (epoch == 0 && plan.action == RecoveryAction::kNone && stale.empty()) return false;
 
   // (2) Preemptible pods lent the nodes of ranks whose pod does not run there yet.
   std::map<std::string, const Json*> by_name;
@@ -491,18 +572,21 @@ StatusOr<bool> JobRecovery::Reconcile(const RecoveryInput& in) {
     if (it == by_name.end() || BoundNode(*it->second) != r.node) unbound_nodes.push_back(r.node);
   }
   Status evicted = EvictLenders(in, unbound_nodes);
-  if (!evicted.ok()) NVL72_LOG(kWarning) << key << ": eviction failed: " << evicted;
+  if (!evicted.ok()) NVL72_LOG(kWarning).Job(key) << key << ": eviction failed: " << evicted;
 
   // (3) Stale rank pods go: force (grace 0) when their node failed, gracefully otherwise.
   bool acted = plan.write_status;
+  bool freed = false;
   std::set<std::string> stale_names;
-  for (const Json* p : StaleRankPods(*in.spec, status, plan.placement, in.pods)) {
+  for (const Json* p : stale) {
     stale_names.insert(kube::Name(*p));
     const std::string node = BoundNode(*p);
     placement::NodeId id = in.state->FindNode(node);
+    // Grace 0 when nothing runs any more: the node is dead (its kubelet never confirms a graceful
+    // delete), the pod never got bound, or it already terminated.
     const bool dead = node.empty() || id == placement::kNoNode ||
                       !in.state->snapshot().nodes[id].ready ||
-                      in.state->Health(id).no_execute_taint;
+                      in.state->Health(id).no_execute_taint || model::PodTerminated(*p);
     const Json& grace = kube::AtPath(*p, "/metadata/deletionGracePeriodSeconds");
     if (kube::IsBeingDeleted(*p) &&
         (!dead || (grace.is_number_integer() && grace.get<int64_t>() == 0))) {
@@ -510,12 +594,20 @@ StatusOr<bool> JobRecovery::Reconcile(const RecoveryInput& in) {
     }
     kube::DeleteOptions opts;
     opts.precondition_uid = kube::Uid(*p);
-    if (dead) opts.grace_period_seconds = 0;
+    if (dead) {
+      opts.grace_period_seconds = 0;
+    } else if (config_.options.stale_pod_grace_seconds) {
+      opts.grace_period_seconds = *config_.options.stale_pod_grace_seconds;
+    }
     Status s = client_->Delete(kube::kPods, kube::Namespace(*p), kube::Name(*p), opts);
     if (!s.ok() && !kube::IsNotFound(s) && !kube::IsConflict(s)) return s;
-    NVL72_LOG(kDebug) << "deleted stale rank pod " << kube::KeyOf(*p) << (dead ? " (force)" : "");
+    NVL72_LOG(kDebug).Job(key).Node(node)
+        << "deleted stale rank pod " << kube::KeyOf(*p) << (dead ? " (force)" : "");
     acted = true;
+    freed = true;
   }
+  // Old pods gone: their GPUs may let a waiting gang in (the controller also sees the deletions).
+  if (freed && !config_.admission_key.empty()) enqueue_(config_.admission_key);
 
   // (4) Missing rank pods of a recovered job, created here so they carry the recovery epoch.
   int created = 0;
@@ -535,7 +627,7 @@ StatusOr<bool> JobRecovery::Reconcile(const RecoveryInput& in) {
     }
   }
   if (created > 0) {
-    NVL72_LOG(kInfo) << key << ": created " << created << " replacement rank pods";
+    NVL72_LOG(kInfo).Job(key) << key << ": created " << created << " replacement rank pods";
     Event(job, false, "PodsReplaced",
           "created " + std::to_string(created) + " rank pods on their new planned nodes");
     acted = true;

@@ -43,6 +43,7 @@
 #include "kube/informer.h"
 #include "model/cluster_state.h"
 #include "model/job_spec.h"
+#include "operator/metrics.h"
 #include "operator/node_health.h"
 #include "placement/policy.h"
 
@@ -57,13 +58,24 @@ inline constexpr std::string_view kRecoveryEpochAnnotation = "nvl72.dev/recovery
 inline constexpr std::string_view kPreemptibleLabel = "nvl72.dev/preemptible";
 
 struct RecoveryOptions {
-  // No healthy node left in the domain: wait this many grace periods (spec.recovery.
+  // No healthy node left in the domain: wait spec.recovery.waitForDomainSeconds, else
+  // `wait_bound` (--recovery-wait-seconds), else this many grace periods (spec.recovery.
   // notReadyGraceSeconds) after the failure was detected before re-placing the whole gang...
+  std::optional<std::chrono::seconds> wait_bound;
   int wait_grace_multiple = 3;
   // ...but at least this long (a repaired node within this time keeps the job in its domain).
   std::chrono::seconds min_wait{0};
   // Look again this soon when an old pod is still terminating or a write raced.
   std::chrono::milliseconds retry_delay{200};
+  // Ranks on cordoned nodes: false (--cordoned-ranks=keep) leaves them running; true (=move) moves
+  // them gracefully to a healthy node of their domain when one is free (never a wait or a gang
+  // move, never Failed: the rank still runs). Cordoned nodes never get new work either way.
+  bool move_cordoned_ranks = false;
+  // Look again this soon at a rank on a cordoned node that could not move yet.
+  std::chrono::milliseconds cordon_recheck{30000};
+  // Grace period (seconds) for deleting stale rank pods on live nodes; nullopt = the pod's own
+  // terminationGracePeriodSeconds (the checkpoint window of a job moved by defragmentation).
+  std::optional<int64_t> stale_pod_grace_seconds;
 };
 
 enum class RecoveryAction {
@@ -103,6 +115,20 @@ struct RecoveryInput {
 RecoveryPlan PlanRecovery(const placement::PlacementPolicy& policy, const RecoveryInput& input,
                           const RecoveryOptions& options = {});
 
+// A recovery that a plan finishes, for metrics (Metrics::CountRecovery).
+struct FinishedRecovery {
+  std::string_view outcome;       // "in_place" | "moved" | "failed" (Metrics::kRecoveryOutcomes)
+  std::optional<double> seconds;  // completed recoveries: since the Recovering condition's start
+};
+// What `plan`, made at `now` for a job whose status was `status_before`, finishes: the Recovering
+// condition going from True (reason ReplacingRanks -> "in_place", MovingGang -> "moved") to False
+// "Recovered", timed from that condition's lastTransitionTime; a kFail plan -> "failed" (no time);
+// anything else -> nullopt (also a node that came back while the job waited: nothing was
+// recovered).
+std::optional<FinishedRecovery> RecoveryFinishedBy(const Json& status_before,
+                                                   const RecoveryPlan& plan,
+                                                   std::chrono::system_clock::time_point now);
+
 // Rank pods of the job that must go (see the file comment). Terminated pods of the current
 // placement are not stale (their outcome is the job's).
 std::vector<const Json*> StaleRankPods(const model::JobSpec& spec, const Json& job_status,
@@ -125,6 +151,7 @@ class JobRecovery {
     std::string field_manager = "nvl72-operator";
     int master_port = model::kDefaultMasterPort;
     std::string admission_key;  // enqueued when a recovery frees nodes ("" = none)
+    Metrics* metrics = nullptr;  // finished recoveries are counted here (may be null)
   };
   // `client`, `policy` must outlive it; `events` may be null.
   JobRecovery(kube::Client* client, kube::EventRecorder* events,

@@ -10,229 +10,18 @@
 #include "kube/object.h"
 #include "model/names.h"
 #include "operator/reconciler.h"
+#include "operator/test_fixtures_for_test.h"
 
 namespace nvl72::op {
 namespace {
 
-using kube::FakeClient;
+using test_fixtures::Job;
+using test_fixtures::kNs;
+using test_fixtures::NodeName;
+using test_fixtures::SinglePod;
 using std::chrono::seconds;
 
-constexpr const char* kNs = "team";
-
-std::string NodeName(int rack, int i) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "rack%d-node%02d", rack, i);
-  return name;
-}
-
-Json Node(int rack, int i) {
-  const std::string name = NodeName(rack, i);
-  return {{"apiVersion", "v1"},
-          {"kind", "Node"},
-          {"metadata",
-           {{"name", name},
-            {"labels",
-             {{"nvidia.com/gpu.clique", "clique-" + std::to_string(rack)},
-              {"kubernetes.io/hostname", name}}}}},
-          {"spec", Json::object()},
-          {"status",
-           {{"allocatable", {{"nvidia.com/gpu", "4"}}},
-            {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
-}
-
-Json Job(const std::string& name, int replicas, const std::string& policy = "InPlace",
-         int grace = 30, int max_recoveries = 10) {
-  return {
-      {"apiVersion", "nvl72.dev/v1alpha1"},
-      {"kind", "NVL72Job"},
-      {"metadata", {{"name", name}, {"namespace", kNs}}},
-      {"spec",
-       {{"replicas", replicas},
-        {"gpusPerReplica", 4},
-        {"topology", {{"mode", "Required"}}},
-        {"recovery",
-         {{"policy", policy}, {"notReadyGraceSeconds", grace}, {"maxRecoveries", max_recoveries}}},
-        {"template", {{"spec", {{"containers", {{{"name", "main"}, {"image", "busybox"}}}}}}}}}}};
-}
-
-// A single 4-GPU pod bound to `node` (not a gang rank); `preemptible` adds the lender label.
-Json SinglePod(const std::string& name, const std::string& node, bool preemptible) {
-  Json p = {{"apiVersion", "v1"},
-            {"kind", "Pod"},
-            {"metadata", {{"name", name}, {"namespace", "other"}, {"labels", Json::object()}}},
-            {"spec",
-             {{"nodeName", node},
-              {"containers",
-               {{{"name", "c"},
-                 {"image", "busybox"},
-                 {"resources", {{"requests", {{"nvidia.com/gpu", "4"}}}}}}}}}}};
-  if (preemptible) p["metadata"]["labels"]["nvl72.dev/preemptible"] = "true";
-  return p;
-}
-
-// Drives a Reconciler over a FakeClient the way the controller would, synchronously, with a wall
-// clock the test moves.
-class RecoveryTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    fake_.EnableStatusSubresource(Nvl72JobsResource());
-    store_ = std::make_unique<ClientStore>(&fake_, "");
-    now_ = std::chrono::system_clock::from_time_t(
-        std::chrono::system_clock::to_time_t(std::chrono::system_clock::now()));
-    Restart();
-  }
-
-  // A fresh Reconciler: what an operator restart leaves (no memory, same API state).
-  void Restart() {
-    reconciler_ = std::make_unique<Reconciler>(
-        &fake_, store_.get(), nullptr, &metrics_, [this](const std::string& key) { Enqueue(key); },
-        ReconcilerOptions{}, [this] { return now_; });
-    reconciler_->recovery()->SetEnqueueAfter(
-        [this](const std::string& key, std::chrono::milliseconds d) { delayed_[key] = d; });
-  }
-
-  void Enqueue(const std::string& key) {
-    if (queued_.insert(key).second) queue_.push_back(key);
-  }
-
-  void AddRacks(int racks) {
-    for (int r = 0; r < racks; ++r) {
-      for (int i = 0; i < 18; ++i) ASSERT_TRUE(fake_.Create(kube::kNodes, "", Node(r, i)).ok());
-    }
-  }
-
-  void Apply(const Json& job) {
-    auto created = fake_.Create(Nvl72JobsResource(), kNs, job);
-    ASSERT_TRUE(created.ok()) << created.status();
-    Enqueue(kube::KeyOf(*created));
-  }
-
-  // Reconciles queued keys until nothing is queued; returns the number of failed reconciles.
-  int RunUntilQuiet(int max_steps = 10000) {
-    int errors = 0;
-    for (int step = 0; step < max_steps && !queue_.empty(); ++step) {
-      std::string key = queue_.front();
-      queue_.pop_front();
-      queued_.erase(key);
-      Status s = reconciler_->Reconcile(key);
-      if (!s.ok()) {
-        ++errors;
-        if (errors < 50) Enqueue(key);
-      }
-    }
-    EXPECT_TRUE(queue_.empty());
-    return errors;
-  }
-
-  Json GetJob(const std::string& name) {
-    auto j = fake_.Get(Nvl72JobsResource(), kNs, name);
-    EXPECT_TRUE(j.ok()) << j.status();
-    return j.ok() ? *j : Json();
-  }
-
-  std::vector<Json> PodsOf(const std::string& job) {
-    auto l = fake_.List(kube::kPods, kNs, {.label_selector = "nvl72.dev/job=" + job});
-    EXPECT_TRUE(l.ok());
-    return l.ok() ? l->items : std::vector<Json>{};
-  }
-
-  model::JobPlacement PlacementOf(const std::string& name) {
-    auto p = model::PlacementOf(GetJob(name));
-    EXPECT_TRUE(p.ok() && p->has_value()) << name << " has no placement";
-    return p.ok() && p->has_value() ? **p : model::JobPlacement{};
-  }
-
-  std::string Condition(const std::string& job, std::string_view type,
-                        std::string* reason = nullptr) {
-    const Json obj = GetJob(job);
-    const Json* c = model::FindCondition(obj, type);
-    if (c == nullptr) return "";
-    if (reason != nullptr) *reason = c->value("reason", "");
-    return c->value("status", "");
-  }
-
-  void Mutate(const kube::ResourceRef& r, const std::string& ns, const std::string& name,
-              const std::function<void(Json&)>& fn) {
-    for (bool status : {false, true}) {
-      auto obj = fake_.Get(r, ns, name);
-      ASSERT_TRUE(obj.ok()) << obj.status();
-      fn(*obj);
-      auto w = status ? fake_.UpdateStatus(r, ns, *obj) : fake_.Update(r, ns, *obj);
-      ASSERT_TRUE(w.ok()) << w.status();
-    }
-  }
-
-  // What the scheduler + kubelet would do: bind every pod of the job to its planned node, Running.
-  void RunPods(const std::string& job) {
-    for (auto& pod : PodsOf(job)) {
-      if (pod["status"].value("phase", "") == "Running") continue;
-      Mutate(kube::kPods, kNs, pod["metadata"]["name"], [&](Json& p) {
-        p["status"]["phase"] = "Running";
-        p["spec"]["nodeName"] = p["metadata"]["annotations"]["nvl72.dev/node"];
-      });
-    }
-    Enqueue(std::string(kNs) + "/" + job);
-  }
-
-  // Node Ready=False since `since`, and the jobs on it enqueued (the controller's Node handler).
-  void SetNotReady(const std::string& node, std::chrono::system_clock::time_point since) {
-    Mutate(kube::kNodes, "", node, [&](Json& n) {
-      n["status"]["conditions"] = {{{"type", "Ready"},
-                                    {"status", "False"},
-                                    {"lastTransitionTime", kube::FormatTime(since)}}};
-    });
-    EnqueueJobsOn(node);
-  }
-  void SetReady(const std::string& node) {
-    Mutate(kube::kNodes, "", node, [&](Json& n) {
-      n["status"]["conditions"] = {{{"type", "Ready"}, {"status", "True"}}};
-    });
-    EnqueueJobsOn(node);
-  }
-  void EnqueueJobsOn(const std::string& node) {
-    auto l = fake_.List(Nvl72JobsResource(), "");
-    ASSERT_TRUE(l.ok());
-    std::vector<kube::ObjectPtr> jobs;
-    for (auto& j : l->items) jobs.push_back(std::make_shared<const Json>(j));
-    for (const auto& key : JobsWithRankOn(jobs, node)) Enqueue(key);
-  }
-
-  // Every rank has exactly one pod, named after it and planned on its placement node.
-  void ExpectOnePodPerRank(const std::string& job) {
-    model::JobPlacement p = PlacementOf(job);
-    std::map<int, int> per_rank;
-    for (const auto& pod : PodsOf(job)) {
-      int rank = std::stoi(pod["metadata"]["labels"]["nvl72.dev/rank"].get<std::string>());
-      ++per_rank[rank];
-      ASSERT_NE(p.FindRank(rank), nullptr);
-      EXPECT_EQ(pod["metadata"]["annotations"]["nvl72.dev/node"], p.FindRank(rank)->node)
-          << "rank " << rank;
-      EXPECT_FALSE(kube::IsBeingDeleted(pod));
-    }
-    EXPECT_EQ(per_rank.size(), p.ranks.size());
-    for (const auto& [rank, n] : per_rank) EXPECT_EQ(n, 1) << "rank " << rank;
-  }
-
-  std::string RackOf(const std::string& node) { return node.substr(0, node.find('-')); }
-
-  // Admits a 16-rank job on a 2-rack cluster and runs its pods. Returns its placement.
-  model::JobPlacement StartJob(const Json& job) {
-    Apply(job);
-    RunUntilQuiet();
-    RunPods(job["metadata"]["name"]);
-    RunUntilQuiet();
-    return PlacementOf(job["metadata"]["name"]);
-  }
-
-  FakeClient fake_;
-  Metrics metrics_;
-  std::unique_ptr<ClientStore> store_;
-  std::unique_ptr<Reconciler> reconciler_;
-  std::deque<std::string> queue_;
-  std::set<std::string> queued_;
-  std::map<std::string, std::chrono::milliseconds> delayed_;
-  std::chrono::system_clock::time_point now_;
-};
+class RecoveryTest : public test_fixtures::OperatorFixture {};
 
 TEST_F(RecoveryTest, OneFailedNodeIsReplacedByASpareOfTheSameDomain) {
   AddRacks(2);
@@ -526,6 +315,243 @@ TEST_F(RecoveryTest, APreemptibleLenderIsEvictedWhenRecoveryNeedsItsNode) {
   EXPECT_EQ(l->items.size(), 1u) << "exactly the lender on the chosen node was evicted";
   for (const auto& p : l->items) EXPECT_NE(p["spec"]["nodeName"], to);
   ExpectOnePodPerRank("moe");
+}
+
+// Sets the phase (and reason / a DisruptionTarget condition) of a rank pod, as the kubelet or the
+// node lifecycle would, and enqueues its job (the controller's Pod handler).
+void FailPod(RecoveryTest& t, const std::string& pod, const std::string& reason,
+             const std::string& disruption_reason = "") {
+  t.Mutate(kube::kPods, kNs, pod, [&](Json& p) {
+    p["status"]["phase"] = "Failed";
+    if (!reason.empty()) p["status"]["reason"] = reason;
+    if (!disruption_reason.empty()) {
+      p["status"]["conditions"] = {
+          {{"type", "DisruptionTarget"}, {"status", "True"}, {"reason", disruption_reason}}};
+    }
+  });
+  t.Enqueue(std::string(kNs) + "/" + pod.substr(0, pod.rfind('-')));
+}
+
+TEST_F(RecoveryTest, APodFailedByItsNodeIsRecoveredInPlace) {
+  AddRacks(2);
+  model::JobPlacement before = StartJob(Job("moe", 16));
+  std::set<std::string> gang;
+  for (const auto& r : before.ranks) gang.insert(r.node);
+  const std::string node = before.ranks[5].node;
+  FailPod(*this, "moe-5", "NodeLost");  // the node itself still looks Ready
+  RunUntilQuiet();
+
+  model::JobPlacement after = PlacementOf("moe");
+  EXPECT_NE(after.ranks[5].node, node) << "a node-caused failure moves the rank";
+  EXPECT_EQ(RackOf(after.ranks[5].node), RackOf(node));
+  EXPECT_EQ(gang.count(after.ranks[5].node), 0u);
+  for (int r = 0; r < 16; ++r) {
+    if (r != 5) {
+      EXPECT_EQ(after.ranks[r].node, before.ranks[r].node) << "rank " << r;
+    }
+  }
+  EXPECT_EQ(GetJob("moe")["status"]["recoveries"], 1);
+  EXPECT_NE(Condition("moe", model::kConditionFailed), "True");
+  ExpectOnePodPerRank("moe");
+  auto pod = fake_.Get(kube::kPods, kNs, "moe-5");
+  ASSERT_TRUE(pod.ok());
+  EXPECT_NE((*pod)["status"].value("phase", ""), "Failed") << "the failed pod was replaced";
+  RunPods("moe");
+  RunUntilQuiet();
+  EXPECT_EQ(Condition("moe", model::kConditionRunning), "True");
+}
+
+TEST_F(RecoveryTest, APodFailedWithADisruptionTargetByTheTaintManagerIsRecovered) {
+  AddRacks(2);
+  model::JobPlacement before = StartJob(Job("moe", 16));
+  FailPod(*this, "moe-2", "", "DeletionByTaintManager");
+  RunUntilQuiet();
+  EXPECT_NE(PlacementOf("moe").ranks[2].node, before.ranks[2].node);
+  EXPECT_EQ(GetJob("moe")["status"]["recoveries"], 1);
+}
+
+TEST_F(RecoveryTest, APodThatFailedOnItsOwnFailsTheJobAndDoesNotMove) {
+  AddRacks(2);
+  model::JobPlacement before = StartJob(Job("moe", 16));
+  FailPod(*this, "moe-5", "Error");  // the application exited non-zero
+  RunUntilQuiet();
+  EXPECT_EQ(PlacementOf("moe"), before);
+  EXPECT_FALSE(GetJob("moe")["status"].contains("recoveries"));
+  EXPECT_EQ(Condition("moe", model::kConditionFailed), "True");
+}
+
+TEST_F(RecoveryTest, PreemptionByTheSchedulerIsNotANodeFailure) {
+  AddRacks(2);
+  model::JobPlacement before = StartJob(Job("moe", 16));
+  FailPod(*this, "moe-1", "", "PreemptionByScheduler");
+  RunUntilQuiet();
+  EXPECT_EQ(PlacementOf("moe"), before);
+  EXPECT_EQ(Condition("moe", model::kConditionFailed), "True");
+}
+
+// The two spares of the job's rack hold ordinary pods, so a failed rank has nowhere to go in its
+// domain. Returns the job's rack.
+std::string FillSpares(RecoveryTest& t, const model::JobPlacement& p) {
+  const std::string rack = t.RackOf(p.ranks[0].node);
+  for (int i = 0; i < 18; ++i) {
+    const std::string n = NodeName(rack.back() - '0', i);
+    bool in_gang = false;
+    for (const auto& r : p.ranks) in_gang |= r.node == n;
+    if (!in_gang) {
+      EXPECT_TRUE(t.fake_.Create(kube::kPods, "other", SinglePod("hog-" + n, n, false)).ok());
+    }
+  }
+  return rack;
+}
+
+TEST_F(RecoveryTest, WaitForDomainSecondsOfTheJobBoundsTheWait) {
+  AddRacks(2);
+  Json job = Job("moe", 16, "InPlace", 10);
+  job["spec"]["recovery"]["waitForDomainSeconds"] = 5;  // not 3 x 10 s
+  model::JobPlacement before = StartJob(job);
+  const std::string rack = FillSpares(*this, before);
+  SetNotReady(before.ranks[2].node, now_ - seconds(11));
+  RunUntilQuiet();
+  std::string reason;
+  EXPECT_EQ(Condition("moe", model::kConditionRecovering, &reason), "True");
+  EXPECT_EQ(reason, "WaitingForNode");
+  ASSERT_EQ(delayed_.count("team/moe"), 1u);
+  EXPECT_LE(delayed_["team/moe"], std::chrono::milliseconds(5500));
+  EXPECT_GE(delayed_["team/moe"], std::chrono::milliseconds(4500));
+
+  now_ += seconds(6);
+  Enqueue("team/moe");
+  RunUntilQuiet();
+  EXPECT_EQ(Condition("moe", model::kConditionRecovering, &reason), "True");
+  EXPECT_EQ(reason, "MovingGang");
+  for (const auto& r : PlacementOf("moe").ranks) EXPECT_NE(RackOf(r.node), rack);
+}
+
+TEST_F(RecoveryTest, TheOperatorWaitBoundAppliesWhenTheJobSetsNone) {
+  options_.recovery.wait_bound = seconds(20);
+  Restart();
+  AddRacks(2);
+  model::JobPlacement before = StartJob(Job("moe", 16, "InPlace", 10));
+  FillSpares(*this, before);
+  SetNotReady(before.ranks[2].node, now_ - seconds(11));
+  RunUntilQuiet();
+  ASSERT_EQ(delayed_.count("team/moe"), 1u);
+  EXPECT_GE(delayed_["team/moe"], std::chrono::milliseconds(19500));
+  EXPECT_LE(delayed_["team/moe"], std::chrono::milliseconds(20500));
+  now_ += seconds(15);
+  Enqueue("team/moe");
+  RunUntilQuiet();
+  EXPECT_EQ(PlacementOf("moe"), before) << "15 s < the 20 s bound";
+  now_ += seconds(6);
+  Enqueue("team/moe");
+  RunUntilQuiet();
+  EXPECT_NE(PlacementOf("moe"), before);
+}
+
+TEST_F(RecoveryTest, APreferredGangSpansDomainsWhenNoDomainHasRoom) {
+  AddRacks(2);
+  Json job = Job("moe", 16, "InPlace", 10);
+  job["spec"]["topology"]["mode"] = "Preferred";
+  model::JobPlacement before = StartJob(job);
+  const std::string rack = FillSpares(*this, before);
+  // The other rack keeps only 10 nodes free: 16 ranks fit no single rack any more.
+  const int other = rack == "rack0" ? 1 : 0;
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(fake_.Create(kube::kPods, "other",
+                             SinglePod("busy-" + std::to_string(i), NodeName(other, i), false))
+                    .ok());
+  }
+  const std::string dead = before.ranks[2].node;
+  SetNotReady(dead, now_ - seconds(11));
+  RunUntilQuiet();
+  now_ += seconds(31);
+  Enqueue("team/moe");
+  RunUntilQuiet();
+  model::JobPlacement after = PlacementOf("moe");
+  std::set<std::string> racks;
+  for (const auto& r : after.ranks) {
+    racks.insert(RackOf(r.node));
+    EXPECT_NE(r.node, dead);
+  }
+  EXPECT_EQ(racks.size(), 2u) << "Preferred spans domains";
+  EXPECT_EQ(GetJob("moe")["status"]["recoveries"], 1);
+  ExpectOnePodPerRank("moe");
+}
+
+TEST_F(RecoveryTest, ARequiredGangWithNoRoomAnywhereKeepsWaitingAndNeverSpans) {
+  AddRacks(2);
+  model::JobPlacement before = StartJob(Job("moe", 16, "InPlace", 10));
+  const std::string rack = FillSpares(*this, before);
+  const int other = rack == "rack0" ? 1 : 0;
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_TRUE(fake_.Create(kube::kPods, "other",
+                             SinglePod("busy-" + std::to_string(i), NodeName(other, i), false))
+                    .ok());
+  }
+  SetNotReady(before.ranks[2].node, now_ - seconds(11));
+  RunUntilQuiet();
+  now_ += seconds(31);
+  Enqueue("team/moe");
+  RunUntilQuiet();
+  EXPECT_EQ(PlacementOf("moe"), before);
+  std::string reason;
+  EXPECT_EQ(Condition("moe", model::kConditionRecovering, &reason), "True");
+  EXPECT_EQ(reason, "WaitingForNode");
+}
+
+void Cordon(RecoveryTest& t, const std::string& node) {
+  t.Mutate(kube::kNodes, "", node, [](Json& n) { n["spec"]["unschedulable"] = true; });
+  t.EnqueueJobsOn(node);
+  t.Enqueue(Reconciler::kAdmissionKey);
+}
+
+TEST_F(RecoveryTest, ByDefaultRanksOnACordonedNodeKeepRunning) {
+  AddRacks(2);
+  model::JobPlacement before = StartJob(Job("moe", 16));
+  Cordon(*this, before.ranks[4].node);
+  fake_.ClearActions();
+  RunUntilQuiet();
+  EXPECT_EQ(PlacementOf("moe"), before);
+  for (const auto& a : fake_.Actions()) {
+    EXPECT_FALSE(a.verb == kube::Verb::kDelete || a.verb == kube::Verb::kCreate ||
+                 a.verb == kube::Verb::kUpdateStatus)
+        << kube::VerbName(a.verb) << " " << a.name;
+  }
+}
+
+TEST_F(RecoveryTest, MoveModeMovesARankOffACordonedNodeGracefully) {
+  options_.recovery.move_cordoned_ranks = true;
+  options_.recovery.stale_pod_grace_seconds = 30;
+  Restart();
+  AddRacks(2);
+  model::JobPlacement before = StartJob(Job("moe", 16));
+  const std::string cordoned = before.ranks[4].node;
+  Cordon(*this, cordoned);
+  RunUntilQuiet();
+  model::JobPlacement after = PlacementOf("moe");
+  EXPECT_NE(after.ranks[4].node, cordoned);
+  EXPECT_EQ(RackOf(after.ranks[4].node), RackOf(cordoned));
+  EXPECT_EQ(GetJob("moe")["status"]["recoveries"], 1);
+  ExpectOnePodPerRank("moe");
+  // A new job never lands on the cordoned node.
+  Apply(Job("next", 16));
+  RunUntilQuiet();
+  for (const auto& r : PlacementOf("next").ranks) EXPECT_NE(r.node, cordoned);
+}
+
+TEST_F(RecoveryTest, MoveModeKeepsACordonedRankWhenNoNodeIsFree) {
+  options_.recovery.move_cordoned_ranks = true;
+  Restart();
+  AddRacks(2);
+  model::JobPlacement before = StartJob(Job("moe", 16));
+  FillSpares(*this, before);
+  delayed_.clear();
+  Cordon(*this, before.ranks[4].node);
+  RunUntilQuiet();
+  EXPECT_EQ(PlacementOf("moe"), before) << "no wait, no gang move for a rank that still runs";
+  EXPECT_EQ(Condition("moe", model::kConditionRecovering), "");
+  EXPECT_EQ(Condition("moe", model::kConditionRunning), "True");
+  EXPECT_EQ(delayed_.count("team/moe"), 1u) << "looks again later";
 }
 
 TEST_F(RecoveryTest, JobsWithRankOnFindsTheJobsOfANode) {

@@ -69,10 +69,16 @@ TEST(DefragTest, TwoSmallJobsMustBothMove) {
   s.AddDomain("a", 18, 4);
   std::vector<RunningJob> jobs{{"ns/x", true, {{0, 4}, {1, 4}}}, {"ns/y", true, {{2, 4}}}};
   for (int i = 0; i < 3; ++i) s.nodes[static_cast<size_t>(i)].gpu_used = 4;
-  auto p = MakePolicy("nvl72", {2});
+  // A hard reserve needs all 18 nodes for 16 ranks + 2 spares.
+  auto p = MakePolicy("nvl72", {2, SpareReserve::kHard});
   DefragPlan plan = PlanDefrag(s, *p, Sixteen(), jobs, 3);
   ASSERT_TRUE(plan.found) << plan.reason;
   EXPECT_EQ(plan.moves.size(), 2u);
+  // The soft reserve (default) lets 16 ranks take every free node: one move (x or y) is enough.
+  auto soft = MakePolicy("nvl72", {2, SpareReserve::kSoft});
+  DefragPlan one = PlanDefrag(s, *soft, Sixteen(), jobs, 3);
+  ASSERT_TRUE(one.found) << one.reason;
+  EXPECT_EQ(one.moves.size(), 1u);
 }
 
 TEST(DefragTest, AlreadyFitsNeedsNoMoves) {

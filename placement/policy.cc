@@ -103,18 +103,22 @@ class FirstFitPolicy final : public PlacementPolicy {
 
 class DomainBestFit : public PlacementPolicy {
  public:
-  explicit DomainBestFit(int spares) : spares_(spares) {}
+  DomainBestFit(int spares, SpareReserve mode) : spares_(spares), mode_(mode) {}
 
   GangDecision PlaceGang(const Snapshot& s, const GangRequest& r) const override {
     if (auto err = ValidateGangRequest(r); !err.empty()) return {false, {}, "invalid request: " + err};
     GangDecision d = PlaceWithReserve(s, r, spares_);
     // A preemptible gang may borrow the reserve: recovery evicts it when it needs the nodes back.
-    if (!d.placed && r.preemptible && spares_ > 0) {
+    // Under a soft reserve any gang that fits nowhere else takes it rather than wait.
+    if (!d.placed && spares_ > 0 && (r.preemptible || mode_ == SpareReserve::kSoft)) {
       GangDecision borrowed = PlaceWithReserve(s, r, 0);
       if (borrowed.placed) {
-        borrowed.reason = "borrows spare nodes (preemptible)";
+        borrowed.reason = r.preemptible ? "borrows spare nodes (preemptible)"
+                                        : "takes spare nodes (soft reserve: fits nowhere else)";
         return borrowed;
       }
+      // Under a soft reserve the spares are not what makes the gang wait: say what does.
+      if (mode_ == SpareReserve::kSoft) return borrowed;
     }
     return d;
   }
@@ -147,6 +151,10 @@ class DomainBestFit : public PlacementPolicy {
   // empty, plus empty nodes beyond the spare reserve. Nodes this gang already took are not Usable,
   // so the reserve always applies to what remains.
   int Capacity(const Snapshot& s, DomainId dom, int gpus, const Scratch& scratch) const {
+    return Capacity(s, dom, gpus, scratch, scratch.reserve());
+  }
+  int Capacity(const Snapshot& s, DomainId dom, int gpus, const Scratch& scratch,
+               int reserve) const {
     int partial = 0, empty = 0;
     for (NodeId id : s.domains[Idx(dom)].nodes) {
       if (!scratch.Usable(id, gpus)) continue;
@@ -157,13 +165,26 @@ class DomainBestFit : public PlacementPolicy {
         ++partial;
       }
     }
-    return partial + std::max(0, empty - HeldBack(s, dom, scratch.reserve()));
+    return partial + std::max(0, empty - HeldBack(s, dom, reserve));
   }
 
   // Best fit: the domain whose capacity exceeds the segment by the least (leaves the least stranded
   // capacity behind); ties go to the lower domain index so decisions are deterministic.
+  //
+  // Under a soft reserve a segment that fills every usable node of some domain exactly goes there
+  // even if that takes the domain's spares: an exact fit strands nothing, while keeping the spares
+  // would send the segment to break up another domain (measured in docs/simulator.md). Ties go to
+  // the lower domain index.
   bool PlaceSegment(const Snapshot& s, const GangRequest& r, int want, Scratch& scratch,
                     std::vector<NodeId>& picked) const {
+    if (mode_ == SpareReserve::kSoft && scratch.reserve() > 0) {
+      for (DomainId dom = 0; dom < static_cast<DomainId>(s.domains.size()); ++dom) {
+        if (Capacity(s, dom, r.gpus_per_replica, scratch, 0) == want) {
+          TakeFromDomain(s, dom, r.gpus_per_replica, want, scratch, picked, 0);
+          return true;
+        }
+      }
+    }
     DomainId best = kNoDomain;
     int best_left = std::numeric_limits<int>::max();
     for (DomainId dom = 0; dom < static_cast<DomainId>(s.domains.size()); ++dom) {
@@ -174,7 +195,7 @@ class DomainBestFit : public PlacementPolicy {
       }
     }
     if (best == kNoDomain) return false;
-    TakeFromDomain(s, best, r.gpus_per_replica, want, scratch, picked);
+    TakeFromDomain(s, best, r.gpus_per_replica, want, scratch, picked, scratch.reserve());
     return true;
   }
 
@@ -182,7 +203,7 @@ class DomainBestFit : public PlacementPolicy {
   // nodes from the front of the domain (the reserve designates the last ones as spares).
   // Returns how many it took.
   int TakeFromDomain(const Snapshot& s, DomainId dom, int gpus, int want, Scratch& scratch,
-                     std::vector<NodeId>& picked) const {
+                     std::vector<NodeId>& picked, int reserve) const {
     std::vector<NodeId> partial, empty;
     for (NodeId id : s.domains[Idx(dom)].nodes) {
       if (!scratch.Usable(id, gpus)) continue;
@@ -193,7 +214,7 @@ class DomainBestFit : public PlacementPolicy {
       return s.nodes[Idx(a)].FreeGpus() < s.nodes[Idx(b)].FreeGpus();
     });
     const int usable_empty =
-        std::max(0, static_cast<int>(empty.size()) - HeldBack(s, dom, scratch.reserve()));
+        std::max(0, static_cast<int>(empty.size()) - HeldBack(s, dom, reserve));
     int taken = 0;
     for (NodeId id : partial) {
       if (taken == want) break;
@@ -225,7 +246,8 @@ class DomainBestFit : public PlacementPolicy {
     int left = want;
     for (const auto& [cap, dom] : caps) {
       if (left == 0) break;
-      left -= TakeFromDomain(s, dom, r.gpus_per_replica, std::min(cap, left), scratch, picked);
+      left -= TakeFromDomain(s, dom, r.gpus_per_replica, std::min(cap, left), scratch, picked,
+                             scratch.reserve());
     }
     return left == 0;
   }
@@ -257,11 +279,12 @@ class DomainBestFit : public PlacementPolicy {
   }
 
   int spares_;
+  SpareReserve mode_;
 };
 
 class DomainBestFitPolicy final : public DomainBestFit {
  public:
-  DomainBestFitPolicy() : DomainBestFit(0) {}
+  DomainBestFitPolicy() : DomainBestFit(0, SpareReserve::kHard) {}
   std::string_view Name() const override { return "domain-best-fit"; }
 
   // Kueue's LeastFreeCapacity for pods outside gangs: the tightest node, in the fullest domain.
@@ -285,7 +308,7 @@ class DomainBestFitPolicy final : public DomainBestFit {
 
 class Nvl72Policy final : public DomainBestFit {
  public:
-  explicit Nvl72Policy(int spares) : DomainBestFit(spares) {}
+  Nvl72Policy(int spares, SpareReserve mode) : DomainBestFit(spares, mode) {}
   std::string_view Name() const override { return "nvl72"; }
   bool RecoversInPlace() const override { return true; }
 
@@ -325,6 +348,27 @@ std::string_view TopologyModeName(TopologyMode mode) {
     case TopologyMode::kUnconstrained: return "Unconstrained";
   }
   return "Unknown";
+}
+
+std::string_view SpareReserveName(SpareReserve reserve) {
+  switch (reserve) {
+    case SpareReserve::kHard:
+      return "hard";
+    case SpareReserve::kSoft:
+      return "soft";
+  }
+  return "unknown";
+}
+
+bool ParseSpareReserve(std::string_view text, SpareReserve* out) {
+  if (text == "hard") {
+    *out = SpareReserve::kHard;
+  } else if (text == "soft") {
+    *out = SpareReserve::kSoft;
+  } else {
+    return false;
+  }
+  return true;
 }
 
 std::string ValidateGangRequest(const GangRequest& r) {
@@ -428,7 +472,10 @@ NodeId PlacementPolicy::PlacePod(const Snapshot& s, int gpus) const {
 }
 
 std::unique_ptr<PlacementPolicy> MakePolicy(std::string_view name, const PolicyOptions& options) {
-  if (name == "nvl72") return std::make_unique<Nvl72Policy>(std::max(0, options.spares_per_domain));
+  if (name == "nvl72") {
+    return std::make_unique<Nvl72Policy>(std::max(0, options.spares_per_domain),
+                                         options.spare_reserve);
+  }
   if (name == "spread") return std::make_unique<SpreadPolicy>();
   if (name == "first-fit") return std::make_unique<FirstFitPolicy>();
   if (name == "domain-best-fit") return std::make_unique<DomainBestFitPolicy>();

@@ -1,16 +1,17 @@
 // Placement policies: gang admission, single-pod scoring and in-place recovery on a Snapshot.
 //
-// Four policies share one interface so that the operator, the extender and the simulator can run any
-// of them by name:
+// Four policies share one interface so that the operator, the extender and the simulator can run
+// any of them by name:
 //   nvl72           ours: topology-aware best fit that leaves the least stranded capacity, honours
-//                   segments, keeps `spares_per_domain` empty nodes per domain out of new gangs and
-//                   recovers failed ranks in place (spares first).
+//                   segments, keeps `spares_per_domain` empty nodes per domain for recovery (a soft
+//                   reserve by default, see SpareReserve) and recovers failed ranks in place
+//                   (spares first).
 //   spread          the Kubernetes default (LeastAllocated), topology-blind.
 //   first-fit       packing in node order, topology-blind.
 //   domain-best-fit Kueue-TAS-like: best fit inside one domain, no spares, no in-place recovery.
 //
-// A failure to place is a result with a reason, never an error. No policy reads a clock, does I/O or
-// keeps state between calls: every method is const and thread-safe.
+// A failure to place is a result with a reason, never an error. No policy reads a clock, does I/O
+// or keeps state between calls: every method is const and thread-safe.
 #pragma once
 
 #include <memory>
@@ -72,8 +73,24 @@ struct RecoveryDecision {
   std::string reason;
 };
 
+// How firmly nvl72 keeps its spare reserve away from new gangs.
+enum class SpareReserve {
+  // New gangs never take the reserve (preemptible gangs may borrow it and are evicted by recovery).
+  kHard,
+  // A gang goes outside the reserve when some domain can take it there. It takes reserve nodes when
+  // it fits nowhere else (instead of waiting: the reserve never makes a gang wait), and a segment
+  // that fills every usable node of a domain exactly goes there (an exact fit strands nothing;
+  // keeping the spares would send it to break up another domain). Why soft is the default: the
+  // simulator measurements in docs/simulator.md.
+  kSoft,
+};
+std::string_view SpareReserveName(SpareReserve reserve);
+// Parses "hard" / "soft"; false for anything else.
+bool ParseSpareReserve(std::string_view text, SpareReserve* out);
+
 struct PolicyOptions {
   int spares_per_domain = 2;  // nvl72 only: empty nodes per domain kept out of new gangs
+  SpareReserve spare_reserve = SpareReserve::kSoft;  // nvl72 only
 };
 
 class PlacementPolicy {
@@ -83,7 +100,8 @@ class PlacementPolicy {
 
   // All-or-nothing placement of a gang. Ranks only go to Schedulable nodes with enough free GPUs,
   // one rank per node. A preemptible gang that does not fit otherwise may borrow the spare reserve
-  // (the caller should then mark its GPUs reclaimable).
+  // (the caller should then mark its GPUs reclaimable); under a soft reserve any gang may (see
+  // SpareReserve), and the reason of a gang that waits then ignores the reserve.
   virtual GangDecision PlaceGang(const Snapshot& snapshot, const GangRequest& request) const = 0;
 
   // Raw scores for putting one pod of `gpus` GPUs on each of `nodes`; a negative score means the pod

@@ -44,7 +44,8 @@ class GangPlacementTable : public ::testing::TestWithParam<GangCase> {};
 TEST_P(GangPlacementTable, Decides) {
   const GangCase& c = GetParam();
   Snapshot s = ParseTopology(c.topology);
-  auto policy = MakePolicy(c.policy, PolicyOptions{c.spares});
+  // This table pins the hard reserve; SoftReserveTable below covers the soft one (the default).
+  auto policy = MakePolicy(c.policy, PolicyOptions{c.spares, SpareReserve::kHard});
   ASSERT_NE(policy, nullptr);
   GangDecision d = policy->PlaceGang(s, c.request);
   ASSERT_EQ(d.placed, c.placed) << d.reason;
@@ -99,6 +100,102 @@ INSTANTIATE_TEST_SUITE_P(
                  ""},
         GangCase{"InvalidRequest", "nvl72", 0, "a: . .", Gang(0), false, {}, "replicas must be >= 1"}),
     [](const auto& info) { return info.param.name; });
+
+// The soft spare reserve (the default): the same request under the hard and the soft reserve, so
+// each row shows what softness changes and what it must not change.
+struct SoftReserveCase {
+  std::string name;
+  std::string topology;
+  GangRequest request;
+  std::set<std::string> hard;  // domains under the hard reserve; empty = waits
+  std::set<std::string> soft;  // domains under the soft reserve; empty = waits
+  std::string soft_reason;     // substring of the soft decision's reason
+};
+
+class SoftReserveTable : public ::testing::TestWithParam<SoftReserveCase> {};
+
+TEST_P(SoftReserveTable, Decides) {
+  const SoftReserveCase& c = GetParam();
+  const Snapshot s = ParseTopology(c.topology);
+  for (SpareReserve mode : {SpareReserve::kHard, SpareReserve::kSoft}) {
+    auto policy = MakePolicy("nvl72", PolicyOptions{2, mode});
+    const GangDecision d = policy->PlaceGang(s, c.request);
+    const std::set<std::string>& want = mode == SpareReserve::kHard ? c.hard : c.soft;
+    SCOPED_TRACE(std::string(SpareReserveName(mode)) + ": " + d.reason);
+    ASSERT_EQ(d.placed, !want.empty());
+    if (d.placed) {
+      EXPECT_EQ(DomainsOf(s, d.placement), want);
+      EXPECT_TRUE(d.placement.SegmentsInOneDomain(s, c.request.EffectiveSegmentSize()));
+      std::set<NodeId> distinct(d.placement.rank_nodes.begin(), d.placement.rank_nodes.end());
+      EXPECT_EQ(distinct.size(), d.placement.rank_nodes.size());
+      for (NodeId id : d.placement.rank_nodes) {
+        EXPECT_TRUE(s.nodes[static_cast<size_t>(id)].Schedulable());
+        EXPECT_TRUE(s.nodes[static_cast<size_t>(id)].Empty());
+      }
+    }
+    if (mode == SpareReserve::kSoft) {
+      EXPECT_NE(d.reason.find(c.soft_reason), std::string::npos);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Placement, SoftReserveTable,
+    ::testing::Values(
+        // Nothing fits outside the reserve: soft takes the spares instead of waiting.
+        SoftReserveCase{"TakesSparesWhenNothingElseFits", std::string("a: ") + kEighteen, Gang(17),
+                        {}, {"a"}, "soft reserve: fits nowhere else"},
+        // A rack down one node ("providers guarantee 16 of 18"): a 16-node gang never fits under a
+        // hard reserve of 2, and does under the soft one.
+        SoftReserveCase{"SixteenOfEighteen", "a: . . . . . . . . . . . . . . . . . X", Gang(16), {},
+                        {"a"}, "fits nowhere else"},
+        // Rack b is down two nodes, so its 16 healthy nodes fit the gang exactly: soft fills b and
+        // keeps a's nodes free; hard finds no rack with 16 + 2.
+        SoftReserveCase{"ExactFitOnADegradedRack",
+                        "a: . . . . . . . . . . . . . . . . . X\n"
+                        "b: . . . . . . . . . . . . . . . . X X",
+                        Gang(16), {}, {"b"}, ""},
+        // Another domain takes the gang outside its reserve: soft keeps a's spares like hard does
+        // (ignoring the reserve, best fit would pick a: 1 node left instead of 5).
+        SoftReserveCase{"KeepsSparesWhenAnotherDomainFits",
+                        "a: . . . . . .\nb: . . . . . . . . . .", Gang(5), {"b"}, {"b"}, ""},
+        // The gang fills a's free nodes exactly: soft takes them (nothing stranded) instead of
+        // breaking up b; hard sends it to b.
+        SoftReserveCase{"ExactFitTakesSpares", "a: . . . . . .\nb: . . . . . . . . . .", Gang(6),
+                        {"b"}, {"a"}, ""},
+        // Per segment: the first 6-rank segment fills a exactly, the second goes to b's
+        // non-reserve nodes; hard puts them in b and c.
+        SoftReserveCase{"ExactFitPerSegment",
+                        std::string("a: . . . . . .\nb: . . . . . . . . . .\nc: ") + kEighteen,
+                        Gang(12, TopologyMode::kRequired, 6), {"b", "c"}, {"a", "b"}, ""},
+        // Soft never places what does not fit: the reason names the real free block, not the
+        // reserve (10 nodes, not 8).
+        SoftReserveCase{"StillWaitsWhenNoDomainFits", "a: . . . . . . . . . .\nb: 4 4", Gang(11),
+                        {}, {}, "largest free block is 10 nodes in a"}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(SpareReserveTest, DefaultIsSoftAndNamesRoundTrip) {
+  EXPECT_EQ(PolicyOptions{}.spare_reserve, SpareReserve::kSoft);
+  EXPECT_EQ(PolicyOptions{}.spares_per_domain, 2);
+  for (SpareReserve mode : {SpareReserve::kHard, SpareReserve::kSoft}) {
+    SpareReserve parsed = mode == SpareReserve::kHard ? SpareReserve::kSoft : SpareReserve::kHard;
+    ASSERT_TRUE(ParseSpareReserve(SpareReserveName(mode), &parsed));
+    EXPECT_EQ(parsed, mode);
+  }
+  SpareReserve untouched = SpareReserve::kHard;
+  EXPECT_FALSE(ParseSpareReserve("Soft", &untouched));
+  EXPECT_FALSE(ParseSpareReserve("", &untouched));
+  EXPECT_EQ(untouched, SpareReserve::kHard);
+}
+
+TEST(SpareReserveTest, BaselineIgnoresTheMode) {
+  // domain-best-fit keeps no spares whatever the options say.
+  const Snapshot s = ParseTopology("a: . . . . . .\nb: . . . . . . . . . .");
+  auto p = MakePolicy("domain-best-fit", {2, SpareReserve::kHard});
+  const GangDecision d = p->PlaceGang(s, Gang(5));
+  ASSERT_TRUE(d.placed) << d.reason;
+  EXPECT_EQ(DomainsOf(s, d.placement), std::set<std::string>{"a"});
+}
 
 TEST(GangPlacementTest, SegmentsAreConsecutiveRanks) {
   Snapshot s = ParseTopology("a: . . . . . .\nb: . . . . . .\nc: . . . . . .");
@@ -181,7 +278,7 @@ TEST(RecoveryTest, PartlyUsedNodeWhenNoSpare) {
 
 TEST(SpareLendingTest, PreemptibleGangBorrowsTheReserve) {
   Snapshot s = ParseTopology(std::string("a: ") + kEighteen);
-  auto p = MakePolicy("nvl72", {2});
+  auto p = MakePolicy("nvl72", {2, SpareReserve::kHard});
   GangRequest r = Gang(17);
   EXPECT_FALSE(p->PlaceGang(s, r).placed);
   r.preemptible = true;
@@ -191,7 +288,7 @@ TEST(SpareLendingTest, PreemptibleGangBorrowsTheReserve) {
 }
 
 TEST(SpareLendingTest, ReclaimableNodesCountTowardTheReserve) {
-  auto p = MakePolicy("nvl72", {2});
+  auto p = MakePolicy("nvl72", {2, SpareReserve::kHard});
   // Four empty nodes and two nodes lent to preemptible work: nothing more needs holding back.
   EXPECT_TRUE(p->PlaceGang(ParseTopology("a: . . . . P P"), Gang(4)).placed);
   EXPECT_FALSE(p->PlaceGang(ParseTopology("a: . . . . 4 4"), Gang(4)).placed);

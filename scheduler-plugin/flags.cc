@@ -42,6 +42,7 @@ Usage: nvl72-extender [flags]
   --request-timeout-ms N     socket read/write timeout of one request (default 10000)
   --min-rebuild-interval-ms N  debounce of cluster view rebuilds after changes (default 20)
   --log-level LEVEL          debug, info, warning, error (default info)
+  --log-format FORMAT        text | json (one JSON object per line; default text)
   --help                     this text
   --version                  print the version
 )";
@@ -86,7 +87,8 @@ StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
   const std::map<std::string, Setter> valued = {
       {"--kubeconfig", str(&f.kubeconfig)},
       {"--context", str(&f.context)},
-      {"--listen", [&](const std::string& v) { return ParseListen(v, &f.server.host, &f.server.port); }},
+      {"--listen",
+       [&](const std::string& v) { return ParseListen(v, &f.server.host, &f.server.port); }},
       {"--prefix",
        [&](const std::string& v) {
          std::string p = v;
@@ -117,13 +119,22 @@ StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
       {"--workers", num("--workers", 1, 1024, &f.server.workers)},
       {"--max-body-bytes", num("--max-body-bytes", 1024, 1LL << 32, &f.server.max_body_bytes)},
       {"--request-timeout-ms", num("--request-timeout-ms", 1, 600000, &request_timeout_ms)},
-      {"--min-rebuild-interval-ms", num("--min-rebuild-interval-ms", 0, 60000, &f.min_rebuild_interval_ms)},
+      {"--min-rebuild-interval-ms",
+       num("--min-rebuild-interval-ms", 0, 60000, &f.min_rebuild_interval_ms)},
       {"--log-level",
        [&](const std::string& v) {
          if (v != "debug" && v != "info" && v != "warning" && v != "error") {
            return InvalidArgumentError("--log-level: want debug, info, warning or error, got \"" + v + "\"");
          }
          f.log_level = v;
+         return Status::Ok();
+       }},
+      {"--log-format",
+       [&](const std::string& v) {
+         if (v != "text" && v != "json") {
+           return InvalidArgumentError("--log-format: want text or json, got \"" + v + "\"");
+         }
+         f.log_format = v;
          return Status::Ok();
        }},
   };

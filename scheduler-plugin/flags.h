@@ -20,6 +20,7 @@ struct Flags {
   std::string domain_label_fallback;
   int min_rebuild_interval_ms = 20;
   std::string log_level = "info";  // debug | info | warning | error
+  std::string log_format = "text";  // text | json (one JSON object per line)
   bool help = false;
   bool version = false;
 };

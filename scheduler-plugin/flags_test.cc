@@ -18,10 +18,26 @@ TEST(FlagsTest, Defaults) {
 }
 
 TEST(FlagsTest, ValuesInBothForms) {
-  auto f = ParseFlags({"--kubeconfig", "/k", "--listen=0.0.0.0:9443", "--tls-cert", "c", "--tls-key=k",
-                       "--client-ca", "ca", "--policy=spread", "--spares-per-domain", "0",
-                       "--keep-off-spares=false", "--domain-label", "rack", "--prefix", "nvl72/",
-                       "--workers=3", "--log-level", "debug"});
+  auto f = ParseFlags({"--kubeconfig",
+                       "/k",
+                       "--listen=0.0.0.0:9443",
+                       "--tls-cert",
+                       "c",
+                       "--tls-key=k",
+                       "--client-ca",
+                       "ca",
+                       "--policy=spread",
+                       "--spares-per-domain",
+                       "0",
+                       "--keep-off-spares=false",
+                       "--domain-label",
+                       "rack",
+                       "--prefix",
+                       "nvl72/",
+                       "--workers=3",
+                       "--log-level",
+                       "debug",
+                       "--log-format=json"});
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_EQ(f->kubeconfig, "/k");
   EXPECT_EQ(f->server.host, "0.0.0.0");
@@ -34,6 +50,7 @@ TEST(FlagsTest, ValuesInBothForms) {
   EXPECT_EQ(f->server.prefix, "/nvl72");
   EXPECT_EQ(f->server.workers, 3);
   EXPECT_EQ(f->log_level, "debug");
+  EXPECT_EQ(f->log_format, "json");
 }
 
 TEST(FlagsTest, ListenForms) {
@@ -56,6 +73,7 @@ TEST(FlagsTest, Errors) {
   EXPECT_FALSE(ParseFlags({"--tls-cert", "c"}).ok());
   EXPECT_FALSE(ParseFlags({"--client-ca", "ca"}).ok());
   EXPECT_FALSE(ParseFlags({"--log-level", "loud"}).ok());
+  EXPECT_FALSE(ParseFlags({"--log-format", "xml"}).ok());
   EXPECT_FALSE(ParseFlags({"--score-normalization", "log"}).ok());
   EXPECT_EQ(ParseFlags({"--score-normalization=linear"})->extender.normalization, ScoreNormalization::kLinear);
   EXPECT_TRUE(ParseFlags({"--help"})->help);

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,13 +25,23 @@
 namespace {
 
 int g_level = 1;  // 0 debug, 1 info, 2 warning, 3 error
+bool g_json = false;
 
 void Log(int level, const std::string& msg) {
   if (level < g_level) return;
   static const char* kNames[] = {"DEBUG", "INFO", "WARN", "ERROR"};
+  static const char* kJsonNames[] = {"debug", "info", "warning", "error"};
   std::time_t t = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  if (g_json) {
+    nlohmann::ordered_json j = {
+        {"ts", buf}, {"level", kJsonNames[level]}, {"logger", "nvl72-extender"}, {"msg", msg}};
+    std::string line =
+        j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+    std::fwrite(line.data(), 1, line.size(), stderr);
+    return;
+  }
   std::fprintf(stderr, "%s %s nvl72-extender: %s\n", buf, kNames[level], msg.c_str());
 }
 
@@ -53,6 +64,7 @@ int main(int argc, char** argv) {
     std::cout << "nvl72-extender " << NVL72_VERSION_STRING << "\n";
     return 0;
   }
+  g_json = flags->log_format == "json";
   g_level = flags->log_level == "debug" ? 0 : flags->log_level == "info" ? 1
             : flags->log_level == "warning" ? 2 : 3;
 
@@ -107,8 +119,11 @@ int main(int argc, char** argv) {
       cache_options.watch_jobs = false;
     }
   }
-  ClusterCache cache(client->get(), kube::RealClock(), cache_options);
   Metrics metrics;
+  (*client)->SetRequestObserver([&metrics](std::string_view verb, int code, double seconds) {
+    metrics.ObserveApiRequest(verb, code, seconds);
+  });
+  ClusterCache cache(client->get(), kube::RealClock(), cache_options);
   Service service(extender->get(), &cache, client->get(), &metrics);
   Server server(flags->server, &service, &metrics);
   if (Status s = server.Start(); !s.ok()) {

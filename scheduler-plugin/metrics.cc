@@ -4,6 +4,8 @@
 
 #include <sstream>
 
+#include "kube/http_client.h"
+
 namespace nvl72::extender {
 namespace {
 
@@ -12,6 +14,10 @@ prometheus::Histogram::BucketBoundaries DurationBuckets() {
   prometheus::Histogram::BucketBoundaries b;
   for (double v = 25e-6; v < 7.0; v *= 2) b.push_back(v);
   return b;
+}
+
+prometheus::Histogram::BucketBoundaries ApiBuckets() {
+  return {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
 }
 
 }  // namespace
@@ -45,7 +51,41 @@ Metrics::Metrics()
                          .Name("nvl72_extender_view_rebuilds_total")
                          .Help("Cluster views rebuilt from the informer caches")
                          .Register(*registry_)
-                         .Add({})) {}
+                         .Add({})),
+      api_duration_(prometheus::BuildHistogram()
+                        .Name("nvl72_extender_api_request_duration_seconds")
+                        .Help("API server requests of the extender (bind, lists) by verb and HTTP "
+                              "code (0: no response)")
+                        .Register(*registry_)) {
+  // Every verb's success series exists from the start (rate() and alerts see 0, not nothing).
+  for (const char* verb : {"filter", "prioritize", "bind", "preempt"}) {
+    request_counters_[{verb, 200}] = &requests_.Add({{"verb", verb}, {"code", "200"}});
+    histograms_[verb] = &duration_.Add({{"verb", verb}}, DurationBuckets());
+  }
+  for (auto verb : kube::kRequestVerbs) {
+    const std::string code = verb == "create" ? "201" : "200";
+    api_histograms_[std::string(verb) + "/" + code] =
+        &api_duration_.Add({{"verb", std::string(verb)}, {"code", code}}, ApiBuckets());
+  }
+}
+
+void Metrics::ObserveApiRequest(std::string_view verb, int code, double seconds) {
+  const std::string code_text = std::to_string(code);
+  const std::string key = std::string(verb) + "/" + code_text;
+  prometheus::Histogram* h;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = api_histograms_.find(key);
+    if (it == api_histograms_.end()) {
+      it = api_histograms_
+               .emplace(key, &api_duration_.Add({{"verb", std::string(verb)}, {"code", code_text}},
+                                                ApiBuckets()))
+               .first;
+    }
+    h = it->second;
+  }
+  h->Observe(seconds);
+}
 
 void Metrics::ObserveRequest(std::string_view verb, int code, double seconds) {
   prometheus::Counter* c = nullptr;

@@ -3,11 +3,13 @@
 //   nvl72_extender_requests_total{verb,code}               counter
 //   nvl72_extender_request_duration_seconds{verb}          histogram, server-side handling time
 //   nvl72_extender_filter_nodes_total{result}              counter: nodes passed / failed by filter
-//   nvl72_extender_bind_refusals_total                      counter: gang pods refused off their plan
-//   nvl72_extender_view_rebuilds_total                      counter
+//   nvl72_extender_bind_refusals_total                      counter: gang pods refused off their
+//   plan nvl72_extender_view_rebuilds_total                      counter
+//   nvl72_extender_api_request_duration_seconds{verb,code} histogram of its API server requests
 //
-// Add new metrics here (one place) so that a later pass can extend them without touching the server.
-// Thread-safety: all methods may be called concurrently.
+// The verbs' success series (code 200) and the API verbs' success series exist from the start.
+// Add new metrics here (one place) so that a later pass can extend them without touching the
+// server. Thread-safety: all methods may be called concurrently.
 #pragma once
 
 #include <map>
@@ -33,6 +35,8 @@ class Metrics {
   void ObserveFilter(size_t passed, size_t failed);
   void IncBindRefusals();
   void IncViewRebuilds(int64_t n = 1);
+  // One API server request (kube::HttpClient's RequestObserver).
+  void ObserveApiRequest(std::string_view verb, int code, double seconds);
 
   // Prometheus text format of everything registered.
   std::string Serialize() const;
@@ -46,10 +50,12 @@ class Metrics {
   prometheus::Counter& filter_failed_;
   prometheus::Counter& bind_refusals_;
   prometheus::Counter& view_rebuilds_;
+  prometheus::Family<prometheus::Histogram>& api_duration_;
 
   std::mutex mu_;  // guards the lookup maps below (families are thread-safe; lookups are cached)
   std::map<std::pair<std::string, int>, prometheus::Counter*> request_counters_;
   std::map<std::string, prometheus::Histogram*, std::less<>> histograms_;
+  std::map<std::string, prometheus::Histogram*, std::less<>> api_histograms_;  // "verb/code"
 };
 
 }  // namespace nvl72::extender

@@ -61,6 +61,7 @@ struct Job {
   double speed = 1;
   double run_start_s = 0;       // the current run (including restart overhead) began
   double progress_start_s = 0;  // the current run makes progress from here
+  double gang_failed_at_s = -1;  // a gang requeued by a failure: when (until placed again)
 };
 
 class Run {
@@ -122,6 +123,7 @@ class Run {
   std::vector<double> waits_;
   std::vector<double> gang_waits_;
   std::vector<double> pod_waits_;
+  std::vector<double> recovery_waits_;  // per gang failure, see PolicyMetrics
 
   // Accumulators in GPU-seconds / seconds.
   double healthy_gpu_s_waiting_ = 0;
@@ -330,6 +332,12 @@ StatusOr<bool> Run::TryStart(int job_index) {
   job.state = JobState::kRunning;
   --waiting_jobs_;
   ++running_jobs_;
+  if (job.gang_failed_at_s >= 0) {
+    recovery_waits_.push_back(now_ - job.gang_failed_at_s);
+    metrics_.gang_recovery_wait_gpu_hours +=
+        job.trace->gpus * (now_ - job.gang_failed_at_s) / 3600.0;
+    job.gang_failed_at_s = -1;
+  }
   if (job.first_start_s < 0) {
     job.first_start_s = now_;
     waits_.push_back(now_ - job.trace->submission_s);
@@ -423,10 +431,12 @@ Status Run::HandleFailure(int node) {
             Occupy(job_index, replacement);
           }
           ++metrics_.gang_recovered_in_place;
+          recovery_waits_.push_back(0);
           BeginSegment(job, job_index, /*restart=*/true);
           continue;
         }
       }
+      job.gang_failed_at_s = now_;
     }
     Requeue(job_index);
   }
@@ -639,6 +649,8 @@ StatusOr<PolicyMetrics> Run::Execute() {
   metrics_.wait_p99_gang_s = Percentile(gang_waits_, 99.0);
   metrics_.wait_mean_pod_s = mean(pod_waits_);
   metrics_.wait_p99_pod_s = Percentile(pod_waits_, 99.0);
+  metrics_.gang_recovery_wait_mean_s = mean(recovery_waits_);
+  metrics_.gang_recovery_wait_p99_s = Percentile(recovery_waits_, 99.0);
   if (metrics_.gang_starts > 0) {
     metrics_.single_domain_ratio = static_cast<double>(metrics_.gang_starts_single_domain) /
                                    static_cast<double>(metrics_.gang_starts);

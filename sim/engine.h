@@ -44,6 +44,7 @@ struct SimOptions {
   double checkpoint_minutes = 30;
   double restart_minutes = 10;
   int spares = 2;  // PolicyOptions::spares_per_domain; also bounds segment size
+  placement::SpareReserve spare_reserve = placement::SpareReserve::kSoft;  // PolicyOptions
   // Jobs of at most this many GPUs are preemptible: their GPUs are marked Node::gpu_reclaimable, a
   // policy may count their nodes toward its spare reserve and evict them to recover a gang
   // (RecoveryDecision::evict). 0: no job is preemptible (the trace says nothing about it).

@@ -33,7 +33,8 @@ SimOptions Options(int racks, int nodes_per_rack, int spares) {
 
 PolicyMetrics RunPolicy(const Trace& trace, const std::string& policy_name,
                         const SimOptions& options, FailureSource* failures = nullptr) {
-  auto policy = placement::MakePolicy(policy_name, placement::PolicyOptions{options.spares});
+  auto policy = placement::MakePolicy(
+      policy_name, placement::PolicyOptions{options.spares, options.spare_reserve});
   EXPECT_NE(policy, nullptr);
   StatusOr<PolicyMetrics> m = Simulate(trace, *policy, options, failures);
   EXPECT_TRUE(m.ok()) << m.status();
@@ -130,6 +131,8 @@ TEST(Simulate, FailureRecoversInPlaceForNvl72AndRequeuesForDomainBestFit) {
     EXPECT_NEAR(m.lost_gpu_hours * kHour, 8 * 40, 1e-9);
     EXPECT_NEAR(m.restart_gpu_hours * kHour, 8 * 600, 1e-9);
     EXPECT_EQ(m.jobs_completed, 1);
+    // In place or placed again in the same pass (n1 + n2 are free): no recovery wait either way.
+    EXPECT_DOUBLE_EQ(m.gang_recovery_wait_mean_s, 0);
     if (policy == "nvl72") {
       EXPECT_EQ(m.gang_recovered_in_place, 1);
       EXPECT_DOUBLE_EQ(m.in_place_recovery_ratio, 1);
@@ -155,6 +158,10 @@ TEST(Simulate, NoReplacementInTheDomainRequeuesTheGang) {
   EXPECT_DOUBLE_EQ(m.in_place_recovery_ratio, 0);
   EXPECT_EQ(m.requeues, 1);
   EXPECT_NEAR(m.makespan_s, 300 + 600 + 940, 1e-9);
+  // Failed at 100, placed again at 300.
+  EXPECT_DOUBLE_EQ(m.gang_recovery_wait_mean_s, 200);
+  EXPECT_DOUBLE_EQ(m.gang_recovery_wait_p99_s, 200);
+  EXPECT_NEAR(m.gang_recovery_wait_gpu_hours * kHour, 8 * 200, 1e-9);
   // The requeued gang waited [100, 300) on a cluster with one healthy node: useful work 0.
   EXPECT_NEAR(m.waiting_hours * kHour, 200, 1e-9);
   EXPECT_NEAR(m.healthy_gpu_hours_waiting * kHour, 4 * 200, 1e-9);
@@ -203,16 +210,22 @@ TEST(Simulate, RecoveryEvictsPreemptibleWorkFromALentSpare) {
 }
 
 TEST(Simulate, GangThatNeverFitsIsReportedNotLooped) {
-  // nvl72 holds back both nodes of the only rack as spares: an 8-GPU gang can never start.
+  // A hard reserve holds back both nodes of the only rack: an 8-GPU gang can never start.
   const Trace trace = MakeTrace("G,0,10,8\nP,5,10,1\n");
-  PolicyMetrics m = RunPolicy(trace, "nvl72", Options(1, 2, /*spares=*/2));
+  SimOptions hard = Options(1, 2, /*spares=*/2);
+  hard.spare_reserve = placement::SpareReserve::kHard;
+  PolicyMetrics m = RunPolicy(trace, "nvl72", hard);
   EXPECT_EQ(m.jobs_never_placed, 1);
   EXPECT_EQ(m.jobs_completed, 1);
   PolicyMetrics ok = RunPolicy(trace, "domain-best-fit", Options(1, 2, 2));
   EXPECT_EQ(ok.jobs_never_placed, 0);
   EXPECT_EQ(ok.jobs_completed, 2);
+  // The soft reserve (default) lets it take the spares: it fits nowhere else.
+  PolicyMetrics soft = RunPolicy(trace, "nvl72", Options(1, 2, 2));
+  EXPECT_EQ(soft.jobs_never_placed, 0);
+  EXPECT_EQ(soft.jobs_completed, 2);
   // With frequent failures there is never a long healthy idle period; the run still ends.
-  SimOptions flaky = Options(1, 2, 2);
+  SimOptions flaky = hard;
   flaky.mtbf_hours = 0.01;
   flaky.repair_hours = 0.01;
   PolicyMetrics m2 = RunPolicy(trace, "nvl72", flaky);

@@ -118,6 +118,17 @@ std::vector<Flag> MakeFlags(SimConfig& c) {
          o.spares = x;
          return Status::Ok();
        }});
+  flags.push_back(
+      {"spare-reserve", "hard|soft",
+       "hard: new gangs never take the spares; soft: a gang that fits nowhere else takes them "
+       "instead of waiting (nvl72 policy). Default " +
+           std::string(placement::SpareReserveName(d.spare_reserve)) + ".",
+       [&o](std::string_view v) {
+         if (!placement::ParseSpareReserve(v, &o.spare_reserve)) {
+           return BadValue("spare-reserve", v, "hard or soft");
+         }
+         return Status::Ok();
+       }});
   flags.push_back({"load", "F",
                    "Arrival-rate factor: submission times are divided by F. Default 1.",
                    number("load", c.load, 0, false, "a number > 0")});

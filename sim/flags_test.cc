@@ -15,6 +15,7 @@ TEST(ParseFlags, DefaultsAndOverrides) {
   EXPECT_EQ(c->options.cluster.nodes_per_rack, 18);
   EXPECT_EQ(c->options.cluster.gpus_per_node, 4);
   EXPECT_EQ(c->options.spares, 2);
+  EXPECT_EQ(c->options.spare_reserve, placement::SpareReserve::kSoft);
   EXPECT_DOUBLE_EQ(c->options.cross_domain_speed, 0.57);
   EXPECT_DOUBLE_EQ(c->load, 1.0);
   EXPECT_TRUE(c->policies.empty());
@@ -30,6 +31,8 @@ TEST(ParseFlags, DefaultsAndOverrides) {
              "nvl72,spread",
              "--spares",
              "0",
+             "--spare-reserve",
+             "hard",
              "--load",
              "1.5",
              "--seed",
@@ -53,6 +56,7 @@ TEST(ParseFlags, DefaultsAndOverrides) {
   EXPECT_EQ(c->options.cluster.gpus_per_node, 8);
   EXPECT_EQ(c->policies, (std::vector<std::string>{"nvl72", "spread"}));
   EXPECT_EQ(c->options.spares, 0);
+  EXPECT_EQ(c->options.spare_reserve, placement::SpareReserve::kHard);
   EXPECT_DOUBLE_EQ(c->load, 1.5);
   EXPECT_EQ(c->options.seed, 99u);
   EXPECT_DOUBLE_EQ(c->options.mtbf_hours, 0);
@@ -78,6 +82,7 @@ TEST(ParseFlags, BadValuesNameTheFlag) {
       {{"--trace", "t", "--load", "0"}, "--load: expected a number > 0"},
       {{"--trace", "t", "--load", "-1"}, "--load"},
       {{"--trace", "t", "--spares", "-1"}, "--spares"},
+      {{"--trace", "t", "--spare-reserve", "firm"}, "--spare-reserve"},
       {{"--trace", "t", "--mtbf-hours", "x"}, "--mtbf-hours"},
       {{"--trace", "t", "--cross-domain-speed", "1.5"}, "--cross-domain-speed"},
       {{"--trace", "t", "--cross-domain-speed", "0"}, "--cross-domain-speed"},
@@ -108,13 +113,14 @@ TEST(HelpText, DocumentsEveryFlagWithItsDefault) {
   }
   for (const char* flag :
        {"--trace", "--racks", "--nodes-per-rack", "--gpus-per-node", "--policies", "--spares",
-        "--load", "--seed", "--mtbf-hours", "--repair-hours", "--checkpoint-minutes",
-        "--restart-minutes", "--cross-domain-speed", "--preemptible-max-gpus", "--max-jobs",
-        "--json", "--help"}) {
+        "--spare-reserve", "--load", "--seed", "--mtbf-hours", "--repair-hours",
+        "--checkpoint-minutes", "--restart-minutes", "--cross-domain-speed",
+        "--preemptible-max-gpus", "--max-jobs", "--json", "--help"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
   EXPECT_NE(help.find("Default 0.57"), std::string::npos);
   EXPECT_NE(help.find("Default 12669"), std::string::npos);
+  EXPECT_NE(help.find("Default soft"), std::string::npos);
 }
 
 }  // namespace

@@ -28,6 +28,11 @@ struct PolicyMetrics {
   double wait_p99_gang_s = 0;
   double wait_mean_pod_s = 0;
   double wait_p99_pod_s = 0;
+  // Gang failure -> the gang holds nodes again (0 for an in-place recovery; a requeued gang waits
+  // until it is placed again). The restart cost that follows is the same for both and excluded.
+  // Over gang failures; 0 if none. Invisible in usable_capacity (other jobs use the freed nodes).
+  double gang_recovery_wait_mean_s = 0;
+  double gang_recovery_wait_p99_s = 0;
 
   // Counters.
   int64_t jobs = 0;
@@ -55,6 +60,7 @@ struct PolicyMetrics {
   double lost_gpu_hours = 0;           // work lost to failures (since the last checkpoint)
   double restart_gpu_hours = 0;        // GPUs held while restarting (restart overhead)
   double slowdown_gpu_hours = 0;       // GPU-time x (1 - speed) of cross-domain gangs
+  double gang_recovery_wait_gpu_hours = 0;  // sum over gang failures of GPUs x recovery wait
 };
 
 // Cumulative waiting time W(t) = integral_0^t [at least one job waits] dt, recorded as the engine

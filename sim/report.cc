@@ -19,6 +19,9 @@ nlohmann::json MetricsToJson(const PolicyMetrics& m) {
       {"wait_p99_gang_s", m.wait_p99_gang_s},
       {"wait_mean_pod_s", m.wait_mean_pod_s},
       {"wait_p99_pod_s", m.wait_p99_pod_s},
+      {"gang_recovery_wait_mean_s", m.gang_recovery_wait_mean_s},
+      {"gang_recovery_wait_p99_s", m.gang_recovery_wait_p99_s},
+      {"gang_recovery_wait_gpu_hours", m.gang_recovery_wait_gpu_hours},
       {"jobs", m.jobs},
       {"jobs_completed", m.jobs_completed},
       {"jobs_never_placed", m.jobs_never_placed},
@@ -75,6 +78,7 @@ nlohmann::json ReportToJson(const RunReport& report) {
       {"cluster_gpus", o.cluster.TotalGpus()},
       {"policies", report.policies},
       {"spares", o.spares},
+      {"spare_reserve", placement::SpareReserveName(o.spare_reserve)},
       {"load", c.load},
       {"max_jobs", c.max_jobs},
       {"seed", o.seed},
@@ -97,7 +101,8 @@ std::string FormatTable(const RunReport& report) {
       << Fixed(report.trace_span_s / 86400, 1) << " days (load x" << Fixed(c.load, 2) << ")\n"
       << "cluster " << o.cluster.racks << " racks x " << o.cluster.nodes_per_rack << " nodes x "
       << o.cluster.gpus_per_node << " GPUs = " << o.cluster.TotalGpus() << " GPUs; spares "
-      << o.spares << "; cross-domain speed " << Fixed(o.cross_domain_speed, 2) << "\n"
+      << o.spares << " (" << placement::SpareReserveName(o.spare_reserve)
+      << " reserve); cross-domain speed " << Fixed(o.cross_domain_speed, 2) << "\n"
       << "failures: MTBF " << Fixed(o.mtbf_hours, 0) << " h/node, repair "
       << Fixed(o.repair_hours, 1) << " h, checkpoint " << Fixed(o.checkpoint_minutes, 0)
       << " min, restart " << Fixed(o.restart_minutes, 0) << " min, seed " << o.seed << "\n\n";

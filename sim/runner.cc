@@ -22,6 +22,7 @@ StatusOr<RunReport> RunSimulationOnTrace(const SimConfig& config, Trace trace) {
   report.policies = config.policies.empty() ? placement::PolicyNames() : config.policies;
   placement::PolicyOptions policy_options;
   policy_options.spares_per_domain = config.options.spares;
+  policy_options.spare_reserve = config.options.spare_reserve;
   std::vector<std::unique_ptr<placement::PlacementPolicy>> policies;
   for (const std::string& name : report.policies) {
     std::unique_ptr<placement::PlacementPolicy> policy =

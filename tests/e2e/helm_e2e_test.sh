@@ -62,6 +62,9 @@ ok "helm lint --strict (defaults, everything on)"
 if helm template x "$chart" --set placement.sparesPerDomain=-1 >/dev/null 2>&1; then
   fail "values.schema.json accepted placement.sparesPerDomain=-1"
 fi
+if helm template x "$chart" --set placement.spareReserve=firm >/dev/null 2>&1; then
+  fail "values.schema.json accepted placement.spareReserve=firm"
+fi
 if helm template x "$chart" --set extender.tls.enabled=true >/dev/null 2>&1; then
   fail "extender.tls.enabled without a secretName rendered"
 fi
@@ -108,7 +111,7 @@ count() { kubectl get "$@" -l "$sel" -o name 2>/dev/null | grep -c . || true; }
 [[ $(count rolebinding -n kube-system) == 1 ]] || fail "expected the auth-reader RoleBinding in kube-system"
 [[ $(kubectl get deploy "$rel-nvl72-operator" -n "$ns" -o jsonpath='{.spec.replicas}') == 2 ]] || fail "operator replicas != 2"
 args=$(kubectl get deploy "$rel-nvl72-operator" -n "$ns" -o jsonpath='{.spec.template.spec.containers[0].args}')
-for want in --leader-elect=true "--lease-name=$rel-nvl72-operator-leader" "--lease-namespace=$ns" --spares-per-domain=2; do
+for want in --leader-elect=true "--lease-name=$rel-nvl72-operator-leader" "--lease-namespace=$ns" --spares-per-domain=2 --spare-reserve=soft; do
   grep -q -- "$want" <<<"$args" || fail "operator args lack $want: $args"
 done
 for d in "$rel-nvl72-operator" "$rel-nvl72-operator-extender" "$rel-nvl72-operator-scheduler"; do

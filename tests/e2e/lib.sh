@@ -1,4 +1,117 @@
-# Small, generic helpers for the e2e scripts (source it; bash only, no python/jq needed):
+# Shared helpers of the e2e scripts (bash). Source it after setting `e2e_name` (log prefix):
+#   e2e_name=prometheus-e2e; source "$here/lib.sh"
+# It provides logging and failure counting, a local control plane (the one scripts/test started,
+# else a fresh one), free ports, bounded waits, process start/stop, raw API calls as admin, node
+# failure helpers for kwok nodes, and starters for nvl72-extender, a kube-scheduler serving the
+# nvl72-scheduler profile, and nvl72-operator. Every wait has a deadline.
+# Written for tests/e2e/prometheus_e2e_test.sh; the older scripts still carry their own copies.
+
+e2e_t0=$(date +%s)
+failures=0
+log() { printf '[%s %s +%ss] %s\n' "${e2e_name:-e2e}" "$(date +%H:%M:%S)" "$(($(date +%s) - e2e_t0))" "$*" >&2; }
+fail() { log "FAIL: $*"; failures=$((failures + 1)); }
+ok() { log "ok: $*"; }
+result() {  # a measured number, also appended to $NVL72_E2E_RESULTS when set
+  log "RESULT $*"
+  if [[ -n ${NVL72_E2E_RESULTS:-} ]]; then echo "$*" >>"$NVL72_E2E_RESULTS"; fi
+}
+
+# e2e_cluster REPO: sets `state` and `own_cluster` and sources the cluster env. Reuses the cluster
+# of $NVL72_CLUSTER_STATE (exported by scripts/test) when it is up, else starts a 4-rack one in a
+# temporary state dir (stopped by e2e_cluster_down).
+e2e_cluster() {
+  local repo=$1
+  own_cluster=0
+  if [[ -n ${NVL72_CLUSTER_STATE:-} && -f $NVL72_CLUSTER_STATE/env ]] &&
+    "$repo/scripts/local-cluster" status --state "$NVL72_CLUSTER_STATE" >/dev/null 2>&1; then
+    state=$NVL72_CLUSTER_STATE
+    log "using the running local control plane in $state"
+  else
+    state=$(mktemp -d "/tmp/nvl72-${e2e_name:-e2e}.XXXXXX")
+    rmdir "$state"
+    own_cluster=1
+    log "starting a local control plane with 4 racks in $state"
+    "$repo/scripts/local-cluster" up --racks 4 --state "$state" >/dev/null
+  fi
+  # shellcheck disable=SC1091
+  source "$state/env"
+}
+e2e_cluster_down() {  # REPO: stops the cluster if e2e_cluster started it
+  if ((${own_cluster:-0})); then "$1/scripts/local-cluster" down --state "$state" >/dev/null 2>&1 || true; fi
+}
+
+kc() { "$NVL72_KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_until() {  # TIMEOUT_S CMD...: runs CMD every 0.2 s until it succeeds; fails after the timeout
+  local deadline=$(($(date +%s) + $1)); shift
+  until "$@"; do (($(date +%s) < deadline)) || return 1; sleep 0.2; done
+}
+stop_pid() {  # PID: TERM, wait up to 10 s, then KILL
+  local pid=$1
+  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }; sleep 0.25; done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+# Raw API calls as admin (curl starts much faster than kubectl on a loaded machine).
+api() {  # METHOD PATH [CONTENT-TYPE BODY]
+  local args=(-s --max-time 30 --cacert "$NVL72_CA_FILE" -H "Authorization: Bearer $NVL72_TOKEN" -X "$1")
+  [[ $# -ge 4 ]] && args+=(-H "Content-Type: $3" --data-binary "$4")
+  curl "${args[@]}" "$NVL72_APISERVER_URL$2"
+}
+
+# Node failure of a kwok node: stop kwok heartbeating it, mark it NotReady, taint it unreachable.
+stamp() { date -u +%Y-%m-%dT%H:%M:%SZ; }
+set_ready() {  # NODE True|False
+  local t; t=$(stamp)
+  api PATCH "/api/v1/nodes/$1/status" application/strategic-merge-patch+json \
+    "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"$2\",\"reason\":\"e2e\",\"lastHeartbeatTime\":\"$t\",\"lastTransitionTime\":\"$t\"}]}}" >/dev/null
+}
+taint_unreachable() {
+  api PATCH "/api/v1/nodes/$1" application/merge-patch+json \
+    '{"spec":{"taints":[{"key":"node.kubernetes.io/unreachable","effect":"NoExecute"}]}}' >/dev/null
+}
+stop_kwok() { api PATCH "/api/v1/nodes/$1" application/merge-patch+json '{"metadata":{"annotations":{"kwok.x-k8s.io/node":null}}}' >/dev/null; }
+fail_node() { stop_kwok "$1"; taint_unreachable "$1"; set_ready "$1" False; }
+repair_node() {  # undoes fail_node
+  api PATCH "/api/v1/nodes/$1" application/merge-patch+json \
+    '{"spec":{"taints":null},"metadata":{"annotations":{"kwok.x-k8s.io/node":"fake"}}}' >/dev/null || true
+  set_ready "$1" True || true
+}
+
+# start_extender BINARY LOGFILE [FLAGS...]: sets ext_pid and ext_port; waits (60 s) for /readyz.
+start_extender() {
+  local bin=$1 logfile=$2; shift 2
+  ext_port=$(free_port)
+  "$bin" --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$ext_port" --spares-per-domain 2 "$@" >"$logfile" 2>&1 &
+  ext_pid=$!
+  wait_until 60 curl -sf "http://127.0.0.1:$ext_port/readyz" -o /dev/null
+}
+# start_nvl72_scheduler REPO WORKDIR LOGFILE: a kube-scheduler with the nvl72-scheduler profile whose
+# extender is the one start_extender started; sets sched_pid.
+start_nvl72_scheduler() {
+  sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#EXTENDER_URL#http://127.0.0.1:$ext_port#" \
+    -e "s#LEADER_ELECT#false#" "$1/scheduler-plugin/scheduler-config.yaml" >"$2/nvl72-scheduler.yaml"
+  "$NVL72_KUBE_SCHEDULER" --config="$2/nvl72-scheduler.yaml" --secure-port="$(free_port)" \
+    --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
+    --authorization-kubeconfig="$KUBECONFIG" >"$3" 2>&1 &
+  sched_pid=$!
+}
+# start_operator BINARY NAMESPACE LOGFILE [FLAGS...]: sets op_pid, op_health_port, op_metrics_port;
+# waits (60 s) for /readyz.
+start_operator() {
+  local bin=$1 ns=$2 logfile=$3; shift 3
+  op_health_port=$(free_port)
+  op_metrics_port=$(free_port)
+  "$bin" --kubeconfig "$KUBECONFIG" --namespace "$ns" --metrics-addr "127.0.0.1:$op_metrics_port" \
+    --health-addr "127.0.0.1:$op_health_port" "$@" >"$logfile" 2>&1 &
+  op_pid=$!
+  wait_until 60 curl -fs "http://127.0.0.1:$op_health_port/readyz" -o /dev/null
+}
+
+# ---- generic process helpers (issue 9: tests/e2e/faults_e2e_test.sh, scripts/soak) ----------------
 #   e2e_free_port                  a TCP port of 127.0.0.1 that nothing listens on, below the
 #                                  ephemeral range (so an outgoing connection cannot take it)
 #   e2e_wait_until SECONDS CMD...  runs CMD every 0.2 s until it succeeds; 1 after the deadline
@@ -7,7 +120,7 @@
 #                                  sets E2E_PID and remembers it for e2e_stop_all
 #   e2e_stop PID [GRACE_S]         SIGTERM, SIGKILL after GRACE_S (default 10), reaps it
 #   e2e_stop_all                   e2e_stop for every process e2e_start started (for an EXIT trap)
-# shellcheck shell=bash
+
 
 e2e_free_port() {
   local lo=20000 hi first p tries=0 listening=" " addr st _

@@ -1,0 +1,254 @@
+#include "operator/defrag_executor.h"
+
+#include <algorithm>
+
+#include "kube/object.h"
+#include "model/names.h"
+#include "operator/job_objects.h"
+#include "operator/log.h"
+#include "operator/object_store.h"
+#include "placement/defrag.h"
+
+namespace nvl72::op {
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::milliseconds;
+using Time = std::chrono::system_clock::time_point;
+
+constexpr std::string_view kReasonDefragmentation = "Defragmentation";
+// Waiting gangs (in admission order) a pass plans for at most; the rest wait for the next pass.
+constexpr int kMaxGangsPlannedPerPass = 3;
+
+std::optional<Time> LastMoveTime(const Json& job) {
+  const Json& t = kube::AtPath(job, "/status/lastDefragMoveTime");
+  if (!t.is_string()) return std::nullopt;
+  auto parsed = kube::ParseTime(t.get<std::string>());
+  if (!parsed.ok()) return std::nullopt;
+  return *parsed;
+}
+
+int IntAt(const Json& obj, std::string_view key) {
+  if (!obj.is_object()) return 0;
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_number_integer() ? it->get<int>() : 0;
+}
+
+std::string Secs(milliseconds d) { return std::to_string((d.count() + 999) / 1000) + "s"; }
+
+}  // namespace
+
+DefragDecision PlanDefragMoves(const placement::PlacementPolicy& policy,
+                               const model::ClusterState& state,
+                               const std::vector<DefragWaitingJob>& waiting,
+                               const std::vector<const Json*>& jobs, const DefragOptions& options,
+                               Time now, std::optional<Time> last_plan) {
+  DefragDecision out;
+  if (!options.enabled) {
+    out.reason = "defragmentation is off";
+    return out;
+  }
+  if (waiting.empty()) {
+    out.reason = "no job waits";
+    return out;
+  }
+
+  // Budget: nothing while a move is in flight; the minimum interval since the last plan.
+  int in_flight = 0;
+  std::optional<Time> latest = last_plan;
+  for (const Json* j : jobs) {
+    if (model::ConditionIsTrue(*j, kConditionMoved) && model::HoldsReservation(*j)) ++in_flight;
+    if (auto t = LastMoveTime(*j); t && (!latest || *t > *latest)) latest = t;
+  }
+  if (in_flight > 0) {
+    out.reason = std::to_string(in_flight) + " job(s) still being moved";
+    return out;
+  }
+  if (latest && now - *latest < options.min_interval) {
+    out.retry_after = duration_cast<milliseconds>(*latest + options.min_interval - now);
+    out.reason = "minimum interval between moves: next plan in " + Secs(*out.retry_after);
+    return out;
+  }
+
+  // The jobs holding GPUs, as the planner sees them; only stored placements can be moved.
+  std::vector<placement::RunningJob> running;
+  std::vector<const Json*> running_jobs;
+  std::vector<model::JobSpec> running_specs;
+  for (const Json* j : jobs) {
+    const std::string key = kube::KeyOf(*j);
+    const model::Reservation* r = state.FindReservation(key);
+    if (r == nullptr) continue;
+    auto stored = model::PlacementOf(*j);
+    auto spec = model::ParseJobSpec(kube::AtPath(*j, "/spec"));
+    if (!stored.ok() || !stored->has_value() || !spec.ok()) continue;
+    const auto moved_at = LastMoveTime(*j);
+    const bool movable = spec->preemptible && !kube::IsBeingDeleted(*j) &&
+                         !model::JobFinished(*j) &&
+                         !model::ConditionIsTrue(*j, model::kConditionRecovering) &&
+                         !model::ConditionIsTrue(*j, kConditionMoved) &&
+                         !(moved_at && now - *moved_at < options.cooldown);
+    placement::RunningJob rj{key, movable, {}};
+    for (placement::NodeId id : r->rank_nodes) {
+      if (id != placement::kNoNode) rj.gpus_on_node.emplace_back(id, r->gpus_per_replica);
+    }
+    running.push_back(std::move(rj));
+    running_jobs.push_back(j);
+    running_specs.push_back(std::move(spec).value());
+  }
+
+  const placement::Snapshot& snap = state.snapshot();
+  int free_total = 0;
+  for (const auto& n : snap.nodes) {
+    if (n.Schedulable()) free_total += n.FreeGpus();
+  }
+
+  std::string why_not = "no waiting Required gang has enough free GPUs in total";
+  int tried = 0;
+  for (const DefragWaitingJob& w : waiting) {
+    if (w.spec->mode != placement::TopologyMode::kRequired) continue;
+    const std::string wkey = kube::KeyOf(*w.job);
+    const placement::GangRequest req = model::ToGangRequest(*w.spec, wkey, w.priority);
+    if (free_total < req.TotalGpus()) continue;
+    // PlanDefrag tries combinations per domain: bound the work of one admission pass.
+    if (++tried > kMaxGangsPlannedPerPass) break;
+    placement::DefragPlan plan =
+        placement::PlanDefrag(snap, policy, req, running, options.max_concurrent_moves);
+    if (!plan.found || plan.moves.empty()) {
+      why_not = wkey + ": " + (plan.found ? "fits without moving anything" : plan.reason);
+      continue;
+    }
+    // Does the plan free room? The waiting gang must fit in the freed domain, and each moved job
+    // must get nodes elsewhere right away (the waiting gang's nodes are taken first).
+    model::ClusterState after = state;
+    for (int m : plan.moves) after.Release(running[static_cast<size_t>(m)].key);
+    placement::GangDecision g = policy.PlaceGang(after.snapshot(), req);
+    const std::string dom_name = snap.domains[static_cast<size_t>(plan.domain)].name;
+    if (!g.placed ||
+        after.snapshot().nodes[static_cast<size_t>(g.placement.rank_nodes.front())].domain !=
+            plan.domain) {
+      why_not = wkey + ": moving the planned jobs would not make room in " + dom_name;
+      continue;
+    }
+    after.Reserve(wkey, w.spec->gpus_per_replica,
+                  model::MakeJobPlacement(after.snapshot(), g.placement, kube::Name(*w.job),
+                                          w.spec->segment_size));
+    std::vector<DefragMove> moves;
+    bool all_placed = true;
+    for (int m : plan.moves) {
+      const size_t i = static_cast<size_t>(m);
+      const placement::GangRequest mreq = model::ToGangRequest(running_specs[i], running[i].key);
+      placement::GangDecision md = policy.PlaceGang(after.snapshot(), mreq);
+      if (!md.placed) {
+        why_not = wkey + ": " + running[i].key + " would find no other nodes: " + md.reason;
+        all_placed = false;
+        break;
+      }
+      DefragMove move;
+      move.job = running_jobs[i];
+      move.key = running[i].key;
+      move.from = **model::PlacementOf(*running_jobs[i]);
+      move.to = model::MakeJobPlacement(after.snapshot(), md.placement, kube::Name(*move.job),
+                                        running_specs[i].segment_size);
+      after.Reserve(move.key, running_specs[i].gpus_per_replica, move.to);
+      moves.push_back(std::move(move));
+    }
+    if (!all_placed) continue;
+    out.execute = true;
+    out.waiting_job = w.job;
+    out.waiting_key = wkey;
+    out.domain = dom_name;
+    out.moves = std::move(moves);
+    out.reason = "moving " + std::to_string(out.moves.size()) + " preemptible job(s) (";
+    for (size_t i = 0; i < out.moves.size(); ++i) {
+      out.reason += (i > 0 ? ", " : "") + out.moves[i].key;
+    }
+    out.reason += ") to free " + dom_name + " for " + wkey;
+    return out;
+  }
+  out.reason = why_not;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+DefragExecutor::DefragExecutor(kube::Client* client, kube::EventRecorder* events,
+                               const placement::PlacementPolicy* policy, Enqueue enqueue,
+                               Config config)
+    : client_(client),
+      events_(events),
+      policy_(policy),
+      enqueue_(std::move(enqueue)),
+      config_(std::move(config)) {}
+
+void DefragExecutor::Event(const Json& job, bool warning, const std::string& reason,
+                           const std::string& note) {
+  if (events_ == nullptr) return;
+  events_->Record(job, warning ? kube::EventType::kWarning : kube::EventType::kNormal, reason,
+                  "Defragment", note.size() > 1000 ? note.substr(0, 1000) : note);
+}
+
+StatusOr<DefragDecision> DefragExecutor::Run(const model::ClusterState& state,
+                                             const std::vector<DefragWaitingJob>& waiting,
+                                             const std::vector<const Json*>& jobs, Time now) {
+  std::optional<Time> last;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    last = last_plan_;
+  }
+  DefragDecision d = PlanDefragMoves(*policy_, state, waiting, jobs, config_.options, now, last);
+  if (!d.execute) return d;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    last_plan_ = now;
+  }
+  NVL72_LOG(kInfo) << "defragmentation: " << d.reason;
+  Event(*d.waiting_job, false, "Defragmenting", d.reason);
+  for (const DefragMove& m : d.moves) {
+    Json obj = *m.job;
+    Json& status = obj["status"];
+    const int64_t generation = kube::Generation(obj);
+    const std::string note = "moved from " + JoinDomains(m.from.domains) + " to " +
+                             JoinDomains(m.to.domains) + " to make room for " + d.waiting_key +
+                             " in " + d.domain + " (defragmentation)";
+    status["placement"] = model::PlacementToJson(m.to);
+    status["domains"] = JoinDomains(m.to.domains);
+    status["defragMoves"] = IntAt(status, "defragMoves") + 1;
+    status["lastDefragMoveTime"] = kube::FormatTime(now);
+    SetCondition(status, kConditionMoved, "True", kReasonDefragmentation, note, generation, now);
+    SetCondition(status, model::kConditionRunning, "False", "MovedForDefragmentation", note,
+                 generation, now);
+    auto written = client_->UpdateStatus(Nvl72JobsResource(), kube::Namespace(obj), obj,
+                                         {.field_manager = config_.field_manager});
+    if (!written.ok()) {
+      Report("failed");
+      NVL72_LOG(kWarning) << "defragmentation: move of " << m.key
+                          << " failed: " << written.status();
+      return written.status();
+    }
+    Report("started");
+    NVL72_LOG(kInfo) << m.key << ": " << note;
+    Event(obj, true, "MovedForDefragmentation", note);
+    enqueue_(m.key);
+  }
+  return d;
+}
+
+std::string_view DefragExecutor::FinishMove(const Json& job, Json& status, bool running,
+                                            bool failed, Time now) {
+  if (!model::ConditionIsTrue(job, kConditionMoved) || (!running && !failed)) return "";
+  SetCondition(
+      status, kConditionMoved, "False", failed ? "MoveFailed" : "MoveCompleted",
+      failed ? "the job failed after it was moved" : "every rank runs again on the new nodes",
+      kube::Generation(job), now);
+  return failed ? "failed" : "completed";
+}
+
+void DefragExecutor::MoveFinished(const Json& job, std::string_view result) {
+  if (result.empty()) return;
+  Report(result);
+  const bool failed = result == "failed";
+  Event(job, failed, failed ? "MoveFailed" : "MoveCompleted",
+        failed ? "the job failed after it was moved" : "every rank runs again on the new nodes");
+}
+
+}  // namespace nvl72::op

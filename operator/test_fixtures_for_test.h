@@ -1,0 +1,252 @@
+// Shared fixture of the operator's unit tests: a Reconciler over kube::FakeClient driven the way
+// the controller drives it (a work queue drained synchronously, delayed requeues recorded, a wall
+// clock the test moves), 18-node racks with 4 GPUs per node, and small object builders.
+// Test-only; include from *_test.cc files.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kube/fake_client.h"
+#include "kube/object.h"
+#include "model/names.h"
+#include "operator/object_store.h"
+#include "operator/reconciler.h"
+#include "operator/recovery.h"
+
+namespace nvl72::op::test_fixtures {
+
+using kube::FakeClient;
+using std::chrono::seconds;
+
+inline constexpr const char* kNs = "team";
+
+inline std::string NodeName(int rack, int i) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "rack%d-node%02d", rack, i);
+  return name;
+}
+
+inline Json Node(int rack, int i) {
+  const std::string name = NodeName(rack, i);
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata",
+           {{"name", name},
+            {"labels",
+             {{"nvidia.com/gpu.clique", "clique-" + std::to_string(rack)},
+              {"kubernetes.io/hostname", name}}}}},
+          {"spec", Json::object()},
+          {"status",
+           {{"allocatable", {{"nvidia.com/gpu", "4"}}},
+            {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+}
+
+inline Json Job(const std::string& name, int replicas, const std::string& policy = "InPlace",
+                int grace = 30, int max_recoveries = 10) {
+  return {
+      {"apiVersion", "nvl72.dev/v1alpha1"},
+      {"kind", "NVL72Job"},
+      {"metadata", {{"name", name}, {"namespace", kNs}}},
+      {"spec",
+       {{"replicas", replicas},
+        {"gpusPerReplica", 4},
+        {"topology", {{"mode", "Required"}}},
+        {"recovery",
+         {{"policy", policy}, {"notReadyGraceSeconds", grace}, {"maxRecoveries", max_recoveries}}},
+        {"template", {{"spec", {{"containers", {{{"name", "main"}, {"image", "busybox"}}}}}}}}}}};
+}
+
+// A single 4-GPU pod bound to `node` (not a gang rank); `preemptible` adds the lender label.
+inline Json SinglePod(const std::string& name, const std::string& node, bool preemptible) {
+  Json p = {{"apiVersion", "v1"},
+            {"kind", "Pod"},
+            {"metadata", {{"name", name}, {"namespace", "other"}, {"labels", Json::object()}}},
+            {"spec",
+             {{"nodeName", node},
+              {"containers",
+               {{{"name", "c"},
+                 {"image", "busybox"},
+                 {"resources", {{"requests", {{"nvidia.com/gpu", "4"}}}}}}}}}}};
+  if (preemptible) p["metadata"]["labels"]["nvl72.dev/preemptible"] = "true";
+  return p;
+}
+
+// Drives a Reconciler over a FakeClient the way the controller would, synchronously, with a wall
+// clock the test moves. Tests set `options_` before calling Restart() to change the operator's
+// settings.
+class OperatorFixture : public ::testing::Test {
+ public:  // test helpers (free functions of the tests use them too)
+  void SetUp() override {
+    fake_.EnableStatusSubresource(Nvl72JobsResource());
+    store_ = std::make_unique<ClientStore>(&fake_, "");
+    now_ = std::chrono::system_clock::from_time_t(
+        std::chrono::system_clock::to_time_t(std::chrono::system_clock::now()));
+    Restart();
+  }
+
+  // A fresh Reconciler: what an operator restart leaves (no memory, same API state).
+  void Restart() {
+    reconciler_ = std::make_unique<Reconciler>(
+        &fake_, store_.get(), nullptr, &metrics_, [this](const std::string& key) { Enqueue(key); },
+        options_, [this] { return now_; });
+    reconciler_->defrag()->SetMoveHook(
+        [this](std::string_view result) { moves_.push_back(std::string(result)); });
+    reconciler_->SetEnqueueAfter(
+        [this](const std::string& key, std::chrono::milliseconds d) { delayed_[key] = d; });
+  }
+
+  void Enqueue(const std::string& key) {
+    if (queued_.insert(key).second) queue_.push_back(key);
+  }
+
+  void AddRacks(int racks) {
+    for (int r = 0; r < racks; ++r) {
+      for (int i = 0; i < 18; ++i) ASSERT_TRUE(fake_.Create(kube::kNodes, "", Node(r, i)).ok());
+    }
+  }
+
+  void Apply(const Json& job) {
+    auto created = fake_.Create(Nvl72JobsResource(), kNs, job);
+    ASSERT_TRUE(created.ok()) << created.status();
+    Enqueue(kube::KeyOf(*created));
+  }
+
+  // Reconciles queued keys until nothing is queued; returns the number of failed reconciles.
+  int RunUntilQuiet(int max_steps = 10000) {
+    int errors = 0;
+    for (int step = 0; step < max_steps && !queue_.empty(); ++step) {
+      std::string key = queue_.front();
+      queue_.pop_front();
+      queued_.erase(key);
+      Status s = reconciler_->Reconcile(key);
+      if (!s.ok()) {
+        ++errors;
+        if (errors < 50) Enqueue(key);
+      }
+    }
+    EXPECT_TRUE(queue_.empty());
+    return errors;
+  }
+
+  Json GetJob(const std::string& name) {
+    auto j = fake_.Get(Nvl72JobsResource(), kNs, name);
+    EXPECT_TRUE(j.ok()) << j.status();
+    return j.ok() ? *j : Json();
+  }
+
+  std::vector<Json> PodsOf(const std::string& job) {
+    auto l = fake_.List(kube::kPods, kNs, {.label_selector = "nvl72.dev/job=" + job});
+    EXPECT_TRUE(l.ok());
+    return l.ok() ? l->items : std::vector<Json>{};
+  }
+
+  model::JobPlacement PlacementOf(const std::string& name) {
+    auto p = model::PlacementOf(GetJob(name));
+    EXPECT_TRUE(p.ok() && p->has_value()) << name << " has no placement";
+    return p.ok() && p->has_value() ? **p : model::JobPlacement{};
+  }
+
+  std::string Condition(const std::string& job, std::string_view type,
+                        std::string* reason = nullptr) {
+    const Json obj = GetJob(job);
+    const Json* c = model::FindCondition(obj, type);
+    if (c == nullptr) return "";
+    if (reason != nullptr) *reason = c->value("reason", "");
+    return c->value("status", "");
+  }
+
+  void Mutate(const kube::ResourceRef& r, const std::string& ns, const std::string& name,
+              const std::function<void(Json&)>& fn) {
+    for (bool status : {false, true}) {
+      auto obj = fake_.Get(r, ns, name);
+      ASSERT_TRUE(obj.ok()) << obj.status();
+      fn(*obj);
+      auto w = status ? fake_.UpdateStatus(r, ns, *obj) : fake_.Update(r, ns, *obj);
+      ASSERT_TRUE(w.ok()) << w.status();
+    }
+  }
+
+  // What the scheduler + kubelet would do: bind every pod of the job to its planned node, Running.
+  void RunPods(const std::string& job) {
+    for (auto& pod : PodsOf(job)) {
+      if (pod["status"].value("phase", "") == "Running") continue;
+      Mutate(kube::kPods, kNs, pod["metadata"]["name"], [&](Json& p) {
+        p["status"]["phase"] = "Running";
+        p["spec"]["nodeName"] = p["metadata"]["annotations"]["nvl72.dev/node"];
+      });
+    }
+    Enqueue(std::string(kNs) + "/" + job);
+  }
+
+  // Node Ready=False since `since`, and the jobs on it enqueued (the controller's Node handler).
+  void SetNotReady(const std::string& node, std::chrono::system_clock::time_point since) {
+    Mutate(kube::kNodes, "", node, [&](Json& n) {
+      n["status"]["conditions"] = {{{"type", "Ready"},
+                                    {"status", "False"},
+                                    {"lastTransitionTime", kube::FormatTime(since)}}};
+    });
+    EnqueueJobsOn(node);
+  }
+  void SetReady(const std::string& node) {
+    Mutate(kube::kNodes, "", node, [&](Json& n) {
+      n["status"]["conditions"] = {{{"type", "Ready"}, {"status", "True"}}};
+    });
+    EnqueueJobsOn(node);
+  }
+  void EnqueueJobsOn(const std::string& node) {
+    auto l = fake_.List(Nvl72JobsResource(), "");
+    ASSERT_TRUE(l.ok());
+    std::vector<kube::ObjectPtr> jobs;
+    for (auto& j : l->items) jobs.push_back(std::make_shared<const Json>(j));
+    for (const auto& key : JobsWithRankOn(jobs, node)) Enqueue(key);
+  }
+
+  // Every rank has exactly one pod, named after it and planned on its placement node.
+  void ExpectOnePodPerRank(const std::string& job) {
+    model::JobPlacement p = PlacementOf(job);
+    std::map<int, int> per_rank;
+    for (const auto& pod : PodsOf(job)) {
+      int rank = std::stoi(pod["metadata"]["labels"]["nvl72.dev/rank"].get<std::string>());
+      ++per_rank[rank];
+      ASSERT_NE(p.FindRank(rank), nullptr);
+      EXPECT_EQ(pod["metadata"]["annotations"]["nvl72.dev/node"], p.FindRank(rank)->node)
+          << "rank " << rank;
+      EXPECT_FALSE(kube::IsBeingDeleted(pod));
+    }
+    EXPECT_EQ(per_rank.size(), p.ranks.size());
+    for (const auto& [rank, n] : per_rank) EXPECT_EQ(n, 1) << "rank " << rank;
+  }
+
+  std::string RackOf(const std::string& node) { return node.substr(0, node.find('-')); }
+
+  // Admits a 16-rank job on a 2-rack cluster and runs its pods. Returns its placement.
+  model::JobPlacement StartJob(const Json& job) {
+    Apply(job);
+    RunUntilQuiet();
+    RunPods(job["metadata"]["name"]);
+    RunUntilQuiet();
+    return PlacementOf(job["metadata"]["name"]);
+  }
+
+  FakeClient fake_;
+  Metrics metrics_;
+  ReconcilerOptions options_;
+  std::vector<std::string> moves_;  // results reported to the defragmentation move hook
+  std::unique_ptr<ClientStore> store_;
+  std::unique_ptr<Reconciler> reconciler_;
+  std::deque<std::string> queue_;
+  std::set<std::string> queued_;
+  std::map<std::string, std::chrono::milliseconds> delayed_;
+  std::chrono::system_clock::time_point now_;
+};
+
+}  // namespace nvl72::op::test_fixtures

@@ -1,0 +1,289 @@
+#!/usr/bin/env bash
+# e2e of the node-caused pod failure trigger and of defragmentation (issue 6) on the real local
+# control plane: kube-apiserver + etcd + kwok (4 racks of 18 x 4-GPU nodes), nvl72-operator,
+# nvl72-extender and a kube-scheduler serving the nvl72-scheduler profile. The real scheduler binds
+# every pod; nothing is bound by this script.
+#
+#   tests/e2e/recovery_defrag_e2e_test.sh OPERATOR_BINARY EXTENDER_BINARY
+# Env: REC_E2E_STATE=DIR reuses a running cluster (started with --racks 4) instead of starting one;
+#      REC_E2E_LOGS=DIR keeps the operator, extender and scheduler logs.
+#
+# Checks:
+#  1. a 16-rank Required job "moe" runs; its rank-3 pod is failed by the node (phase Failed, reason
+#     NodeLost, written to the pod's status as the node lifecycle would; the node itself stays
+#     Ready): the rank moves to a spare of the SAME rack, bound by kube-scheduler + extender and
+#     Running; status.recoveries 1; the job is not Failed. Time from the pod failure to the
+#     replacement Running is printed as a RESULT line.
+#  2. defragmentation: the three other racks are fragmented through admission (preemptible p1 + p2
+#     fill rack A; B + X fill rack B; C half-fills rack C; X is deleted), so a 16-rank Required job
+#     "big" fits no rack although 20+ nodes are free. The operator moves p1 and p2 (graceful
+#     deletion, then re-admission in racks B and C): big runs in rack A, p1 and p2 run again
+#     (Moved True -> False, defragMoves 1), B and C (not preemptible) never move. The time from
+#     big's creation to all of its ranks Running is a RESULT line.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+op_bin=${1:-${NVL72_OPERATOR_BIN:-$repo/build/rec/operator/nvl72-operator}}
+ext_bin=${2:-${NVL72_EXTENDER_BIN:-$repo/build/rec/scheduler-plugin/nvl72-extender}}
+[[ -x $op_bin ]] || { echo "operator binary $op_bin not found" >&2; exit 2; }
+[[ -x $ext_bin ]] || { echo "extender binary $ext_bin not found" >&2; exit 2; }
+
+t0=$(date +%s)
+log() { printf '[defrag-e2e %s +%ss] %s\n' "$(date +%H:%M:%S)" "$(($(date +%s) - t0))" "$*" >&2; }
+failures=0
+fail() { log "FAIL: $*"; failures=$((failures + 1)); }
+ok() { log "ok: $*"; }
+result() {
+  log "RESULT $*"
+  if [[ -n ${NVL72_E2E_RESULTS:-} ]]; then echo "$*" >>"$NVL72_E2E_RESULTS"; fi
+}
+
+own_cluster=0
+if [[ -n ${REC_E2E_STATE:-} ]]; then
+  state=$REC_E2E_STATE
+else
+  state=$(mktemp -d /tmp/nvl72-defrag-e2e.XXXXXX)
+  rmdir "$state"
+  own_cluster=1
+  log "starting a local control plane with 4 racks in $state"
+  "$repo/scripts/local-cluster" up --racks 4 --state "$state" >/dev/null
+fi
+# shellcheck disable=SC1091
+source "$state/env"
+kc() { "$NVL72_KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
+ns=defrag-e2e-$(date +%s)  # unique: without a controller-manager a namespace never finishes deleting
+workdir=$(mktemp -d /tmp/nvl72-defrag-e2e-work.XXXXXX)
+op_pid= ext_pid= sched_pid= failed_nodes=
+
+stop_pid() {  # PID: TERM, wait up to 10 s, then KILL
+  local pid=$1
+  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.25; done
+  kill -KILL "$pid" 2>/dev/null || true
+}
+cleanup() {
+  stop_pid "$op_pid"
+  stop_pid "$sched_pid"
+  stop_pid "$ext_pid"
+  if ((failures > 0)); then
+    for f in "$workdir"/*.log; do log "--- tail of $f"; tail -n 30 "$f" >&2 || true; done
+  fi
+  [[ -n ${REC_E2E_LOGS:-} ]] && mkdir -p "$REC_E2E_LOGS" && cp "$workdir"/*.log "$REC_E2E_LOGS"/ 2>/dev/null
+  if ((own_cluster)); then
+    "$repo/scripts/local-cluster" down --state "$state" >/dev/null 2>&1 || true
+  else
+    # A reused cluster gets its capacity back: no controller-manager deletes namespaces, so delete the
+    # pods, release the job (the operator is gone: drop its finalizer) and repair the failed nodes.
+    kc -n "$ns" delete pods --all --force --grace-period=0 >/dev/null 2>&1 || true
+    local j
+    for j in $(kc -n "$ns" get nvj -o name 2>/dev/null); do
+      kc -n "$ns" patch "$j" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1 || true
+    done
+    kc -n "$ns" delete nvj --all --wait=false >/dev/null 2>&1 || true
+    local n
+    for n in ${failed_nodes:-}; do
+      api PATCH "/api/v1/nodes/$n" application/merge-patch+json \
+        '{"spec":{"taints":null},"metadata":{"annotations":{"kwok.x-k8s.io/node":"fake"}}}' >/dev/null || true
+      set_ready "$n" True || true
+    done
+    kc delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+  fi
+  rm -rf "$workdir"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+wait_until() {  # TIMEOUT_S CMD...
+  local deadline=$(($(date +%s) + $1)); shift
+  until "$@"; do (($(date +%s) < deadline)) || return 1; sleep 0.1; done
+}
+now_ns() { date +%s%N; }
+ms_since() { echo $((($(now_ns) - $1) / 1000000)); }
+
+# ------------------------------------------------------------------------------------------------
+log "namespace, CRD, extender, nvl72 kube-scheduler, operator"
+kc create namespace "$ns" >/dev/null
+kc apply -f "$repo/crds/nvl72jobs.nvl72.dev.yaml" >/dev/null
+kc wait --for condition=established --timeout=60s crd/nvl72jobs.nvl72.dev >/dev/null
+
+ext_port=$(free_port)
+"$ext_bin" --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$ext_port" --spares-per-domain 2 \
+  >"$workdir/extender.log" 2>&1 &
+ext_pid=$!
+wait_until 60 curl -sf "http://127.0.0.1:$ext_port/readyz" -o /dev/null || { fail "extender not ready"; exit 1; }
+sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#EXTENDER_URL#http://127.0.0.1:$ext_port#" \
+  -e "s#LEADER_ELECT#false#" "$repo/scheduler-plugin/scheduler-config.yaml" >"$workdir/nvl72-scheduler.yaml"
+"$NVL72_KUBE_SCHEDULER" --config="$workdir/nvl72-scheduler.yaml" --secure-port="$(free_port)" \
+  --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
+  --authorization-kubeconfig="$KUBECONFIG" >"$workdir/nvl72-scheduler.log" 2>&1 &
+sched_pid=$!
+
+health_port=$(free_port)
+"$op_bin" --kubeconfig "$KUBECONFIG" --namespace "$ns" --metrics-addr "127.0.0.1:$(free_port)" \
+  --health-addr "127.0.0.1:$health_port" --admission-resync-seconds 5 --log-level info \
+  --defrag-max-concurrent-moves 2 --defrag-min-interval-seconds 5 --defrag-cooldown-seconds 300 \
+  --defrag-grace-seconds 2 \
+  >"$workdir/operator.log" 2>&1 &
+op_pid=$!
+wait_until 60 curl -fs "http://127.0.0.1:$health_port/readyz" -o /dev/null || { fail "operator not ready"; exit 1; }
+kill -0 "$sched_pid" 2>/dev/null || { fail "nvl72 kube-scheduler exited"; exit 1; }
+ok "extender, nvl72 kube-scheduler and operator running"
+
+# ------------------------------------------------------------------------------------------------
+# helpers. The timed paths talk to the API server with curl (kubectl takes seconds to start on a
+# loaded machine, which would swamp the numbers).
+api() {  # METHOD PATH [CONTENT-TYPE BODY]
+  local args=(-s --cacert "$NVL72_CA_FILE" -H "Authorization: Bearer $NVL72_TOKEN" -X "$1")
+  [[ $# -ge 4 ]] && args+=(-H "Content-Type: $3" --data-binary "$4")
+  curl "${args[@]}" "$NVL72_APISERVER_URL$2"
+}
+api_watch() {  # PATH: a watch stream that ends by itself after 60 s
+  curl -sN --max-time 60 --cacert "$NVL72_CA_FILE" -H "Authorization: Bearer $NVL72_TOKEN" \
+    "$NVL72_APISERVER_URL$1&timeoutSeconds=60"
+}
+job_json() { api GET "/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/moe"; }
+node_of_rank() { job_json | jq -r --argjson r "$1" '.status.placement.ranks[]? | select(.rank == $r) | .node'; }
+recoveries() { job_json | jq -r '.status.recoveries // empty'; }
+cond() { job_json | jq -r --arg t "$1" '.status.conditions[]? | select(.type == $t) | .status'; }
+# "name nodeName planned phase deleting" per pod
+pods_table() {
+  kc -n "$ns" get pods -l nvl72.dev/job=moe -o go-template --template='{{range .items}}{{.metadata.name}} {{or .spec.nodeName "-"}} {{index .metadata.annotations "nvl72.dev/node"}} {{.status.phase}} {{if .metadata.deletionTimestamp}}deleting{{else}}live{{end}}{{"\n"}}{{end}}'
+}
+all_running_on_plan() {
+  local t; t=$(pods_table)
+  [[ $(awk '$2 == $3 && $4 == "Running" && $5 == "live"' <<<"$t" | wc -l) == 16 && $(wc -l <<<"$t") == 16 ]]
+}
+pod_running_on() {  # POD NODE
+  local l; l=$(api GET "/api/v1/namespaces/$ns/pods/$1" |
+    jq -r '[.spec.nodeName // "", .status.phase // "", .metadata.deletionTimestamp // ""] | join(" ")')
+  [[ $l == "$2 Running " ]]
+}
+one_pod_per_rank() {
+  local t; t=$(pods_table)
+  [[ $(wc -l <<<"$t") == 16 && $(awk '{print $1}' <<<"$t" | sort -u | wc -l) == 16 ]]
+}
+rack_of() { echo "${1%%-*}"; }
+stamp() { date -u +%Y-%m-%dT%H:%M:%SZ; }
+set_ready() {  # NODE True|False
+  local t; t=$(stamp)
+  api PATCH "/api/v1/nodes/$1/status" application/strategic-merge-patch+json \
+    "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"$2\",\"reason\":\"e2e\",\"lastHeartbeatTime\":\"$t\",\"lastTransitionTime\":\"$t\"}]}}" >/dev/null
+}
+taint_unreachable() {
+  api PATCH "/api/v1/nodes/$1" application/merge-patch+json \
+    '{"spec":{"taints":[{"key":"node.kubernetes.io/unreachable","effect":"NoExecute"}]}}' >/dev/null
+}
+stop_kwok() {
+  api PATCH "/api/v1/nodes/$1" application/merge-patch+json '{"metadata":{"annotations":{"kwok.x-k8s.io/node":null}}}' >/dev/null
+}
+start_kwok() {
+  api PATCH "/api/v1/nodes/$1" application/merge-patch+json '{"metadata":{"annotations":{"kwok.x-k8s.io/node":"fake"}}}' >/dev/null
+}
+
+# ------------------------------------------------------------------------------------------------
+
+job_yaml() {  # NAME REPLICAS PREEMPTIBLE
+  cat <<YAML
+apiVersion: nvl72.dev/v1alpha1
+kind: NVL72Job
+metadata: {name: $1}
+spec:
+  replicas: $2
+  gpusPerReplica: 4
+  preemptible: $3
+  topology: {mode: Required}
+  recovery: {policy: InPlace, notReadyGraceSeconds: 10, maxRecoveries: 5}
+  template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: 100m}}}]}}
+YAML
+}
+jobj() { api GET "/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/$1"; }
+racks_of() { jobj "$1" | jq -r '.status.placement.ranks[]?.node' | cut -d- -f1 | sort -u | tr '\n' ' ' | sed 's/ $//'; }
+nodes_of() { jobj "$1" | jq -r '.status.placement.ranks[]?.node' | sort | tr '\n' ' '; }
+running_on_plan() {  # JOB REPLICAS: every rank pod bound to its planned node, Running, not deleting
+  local t
+  t=$(kc -n "$ns" get pods -l "nvl72.dev/job=$1" -o go-template --template='{{range .items}}{{.metadata.name}} {{or .spec.nodeName "-"}} {{index .metadata.annotations "nvl72.dev/node"}} {{.status.phase}} {{if .metadata.deletionTimestamp}}deleting{{else}}live{{end}}{{"\n"}}{{end}}')
+  [[ $(awk '$2 == $3 && $4 == "Running" && $5 == "live"' <<<"$t" | wc -l) == "$2" && $(grep -c . <<<"$t") == "$2" ]] || return 1
+  # ... and on the nodes of the current placement
+  local planned; planned=$(awk '{print $3}' <<<"$t" | sort | tr '\n' ' ')
+  [[ $planned == "$(nodes_of "$1")" ]]
+}
+start_job() {  # NAME REPLICAS PREEMPTIBLE
+  job_yaml "$@" | kc -n "$ns" apply -f - >/dev/null
+  wait_until 90 running_on_plan "$1" "$2" || { fail "$1 did not start"; exit 1; }
+}
+moved_cond() { jobj "$1" | jq -r '[.status.conditions[]? | select(.type == "Moved") | .status, .reason] | join("/")'; }
+
+# ------------------------------------------------------------------------------------------------
+log "1. a rank pod failed by its node (NodeLost) moves to a spare of the same rack"
+start_job moe 16 false
+ok "moe: 16 ranks Running in $(racks_of moe)"
+mrack=$(racks_of moe)
+old=$(jobj moe | jq -r '.status.placement.ranks[] | select(.rank == 3) | .node')
+tf=$(now_ns)
+api PATCH "/api/v1/namespaces/$ns/pods/moe-3/status" application/merge-patch+json \
+  '{"status":{"phase":"Failed","reason":"NodeLost","message":"e2e: node lost the pod"}}' >/dev/null
+new=
+deadline=$(($(date +%s) + 60))
+while (($(date +%s) < deadline)); do
+  n=$(jobj moe | jq -r '.status.placement.ranks[] | select(.rank == 3) | .node')
+  if [[ -n $n && $n != "$old" ]] && pod_running_on moe-3 "$n"; then new=$n; break; fi
+  sleep 0.05
+done
+pf_ms=$(ms_since "$tf")
+if [[ -n $new ]]; then
+  ok "rank 3: $old -> $new after ${pf_ms} ms (node $old itself stayed Ready)"
+  [[ $(rack_of "$new") == "$mrack" ]] && ok "replacement in the same rack" || fail "replacement $new not in $mrack"
+else
+  fail "rank 3 not replaced within 60 s (placement $(jobj moe | jq -c '.status.placement.ranks[3]'))"
+fi
+result "recovery_pod_failed_by_node_to_running_ms=$pf_ms"
+[[ $(jobj moe | jq -r '.status.recoveries // 0') == 1 ]] && ok "status.recoveries 1" || fail "recoveries $(jobj moe | jq -r .status.recoveries)"
+[[ $(jobj moe | jq -r '.status.conditions[]? | select(.type == "Failed") | .status') != True ]] && ok "moe not Failed" || fail "moe Failed"
+wait_until 30 running_on_plan moe 16 && ok "16 ranks Running, one pod each" || fail "moe not running again"
+
+# ------------------------------------------------------------------------------------------------
+log "2. defragmentation: a 16-rank Required gang fits only after two preemptible jobs move"
+start_job p1 8 true
+start_job p2 8 true
+rack_a=$(racks_of p1)
+[[ $(racks_of p2) == "$rack_a" && $rack_a != "$mrack" ]] || { fail "layout: p1 in $rack_a, p2 in $(racks_of p2)"; exit 1; }
+start_job b 8 false
+start_job x 8 false
+rack_b=$(racks_of b)
+[[ $(racks_of x) == "$rack_b" ]] || { fail "layout: b in $rack_b, x in $(racks_of x)"; exit 1; }
+start_job c 8 false
+rack_c=$(racks_of c)
+[[ $rack_c != "$rack_b" && $rack_c != "$rack_a" && $rack_c != "$mrack" ]] || { fail "layout: c in $rack_c"; exit 1; }
+b_nodes=$(nodes_of b) c_nodes=$(nodes_of c)
+kc -n "$ns" delete nvj x --wait=false >/dev/null
+wait_until 60 bash -c "! '$NVL72_KUBECTL' --kubeconfig '$KUBECONFIG' -n $ns get nvj x >/dev/null 2>&1" || fail "x not deleted"
+ok "fragmented: p1+p2 in $rack_a, b in $rack_b, c in $rack_c, moe in $mrack (x deleted)"
+tb=$(now_ns)
+job_yaml big 16 false | kc -n "$ns" apply -f - >/dev/null
+if wait_until 100 running_on_plan big 16; then
+  big_ms=$(ms_since "$tb")
+  ok "big: 16 ranks Running in $(racks_of big) after ${big_ms} ms"
+  [[ $(racks_of big) == "$rack_a" ]] && ok "big got the freed rack $rack_a" || fail "big in $(racks_of big), freed rack was $rack_a"
+else
+  big_ms=timeout
+  fail "big not running: $(jobj big | jq -c '.status.conditions')"
+fi
+result "defrag_waiting_gang_created_to_running_ms=$big_ms moves=2"
+for j in p1 p2; do
+  if wait_until 60 running_on_plan "$j" 8; then
+    ok "$j runs again in $(racks_of "$j")"
+  else
+    fail "$j not running again: $(jobj "$j" | jq -c '.status.conditions')"
+  fi
+  [[ $(racks_of "$j") != "$rack_a" ]] || fail "$j still in $rack_a"
+  [[ $(jobj "$j" | jq -r '.status.defragMoves // 0') == 1 ]] && ok "$j defragMoves 1" || fail "$j defragMoves $(jobj "$j" | jq -r .status.defragMoves)"
+  wait_until 30 bash -c "[[ \$(curl -s --cacert '$NVL72_CA_FILE' -H 'Authorization: Bearer $NVL72_TOKEN' '$NVL72_APISERVER_URL/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/$j' | jq -r '[.status.conditions[]? | select(.type == \"Moved\") | .status, .reason] | join(\"/\")') == False/MoveCompleted ]]" &&
+    ok "$j Moved False/MoveCompleted" || fail "$j Moved is '$(moved_cond "$j")'"
+done
+[[ $(nodes_of b) == "$b_nodes" && $(nodes_of c) == "$c_nodes" ]] && ok "b and c (not preemptible) did not move" || fail "a non-preemptible job moved"
+kc -n "$ns" get events -o jsonpath='{range .items[*]}{.reason}: {.note}{.message}{"\n"}{end}' 2>/dev/null |
+  grep -E "^(Defragmenting|MovedForDefragmentation)" | head -3 | while read -r l; do log "event $l"; done || true
+
+if ((failures > 0)); then log "$failures failures"; exit 1; fi
+log "PASS"
