@@ -178,10 +178,18 @@ kc -n "$ns" apply -f "$workdir/waiter.yaml" >/dev/null
 wait_state waiter-16 Waiting 30
 moe_rack=$(rack_of "$(ranks_of moe-16 | awk 'NR==1{print $2}')")
 kc -n "$ns" delete nvj moe-16 --wait=true --timeout=60s >/dev/null
+# Arrival order: too-big-17 waited first. Under the default soft spare reserve a 17-node gang may
+# take a spare when no rack fits it otherwise, so it gets the freed rack and waiter-16 keeps waiting.
+wait_state too-big-17 Admitted 30
+[[ $(rack_of "$(ranks_of too-big-17 | awk 'NR==1{print $2}')") == "$moe_rack" ]] &&
+  ok "too-big-17 (first in line) took the freed domain $moe_rack" || fail "too-big-17 not in $moe_rack"
+[[ $(state_of waiter-16) == Waiting ]] &&
+  ok "waiter-16 still waits behind it" || fail "waiter-16 not waiting"
+[[ $(kc -n "$ns" get pods -l nvl72.dev/job=moe-16 -o name | wc -l) == 0 ]] && ok "moe-16 pods deleted" || fail "moe-16 pods left"
+kc -n "$ns" delete nvj too-big-17 --wait=true --timeout=60s >/dev/null
 wait_state waiter-16 Admitted 30
 [[ $(rack_of "$(ranks_of waiter-16 | awk 'NR==1{print $2}')") == "$moe_rack" ]] &&
   ok "waiter-16 took the freed domain $moe_rack" || fail "waiter-16 not in $moe_rack"
-[[ $(kc -n "$ns" get pods -l nvl72.dev/job=moe-16 -o name | wc -l) == 0 ]] && ok "moe-16 pods deleted" || fail "moe-16 pods left"
 check_pods_match waiter-16 16
 
 # ------------------------------------------------------------------------------------------------
