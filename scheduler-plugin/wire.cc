@@ -16,13 +16,41 @@ constexpr std::string_view kJobLabel = "nvl72.dev/job";
 constexpr std::string_view kRankLabel = "nvl72.dev/rank";
 constexpr std::string_view kNodeAnnotation = "nvl72.dev/node";
 
-// Bytes that stand for themselves inside a JSON string: one table load per byte instead of three
-// compares (node names are scanned and written ~10,000 times per filter + prioritize pair).
+// ASCII bytes that stand for themselves inside a JSON string: one table load per byte instead of
+// three compares (node names are scanned and written ~10,000 times per filter + prioritize pair).
+// Bytes >= 0x80 take the slow path, where the parser checks that they form valid UTF-8.
 constexpr std::array<bool, 256> kPlainJsonByte = [] {
   std::array<bool, 256> t{};
-  for (int c = 0x20; c < 256; ++c) t[static_cast<size_t>(c)] = c != '"' && c != '\\';
+  for (int c = 0x20; c < 0x80; ++c) t[static_cast<size_t>(c)] = c != '"' && c != '\\';
   return t;
 }();
+
+// Length of the valid UTF-8 sequence at s[0..n), or 0 (RFC 3629: no overlong forms, no surrogates,
+// nothing above U+10FFFF).
+size_t Utf8SequenceLength(const unsigned char* s, size_t n) {
+  const unsigned char c = s[0];
+  size_t len = 0;
+  uint32_t cp = 0;
+  if (c >= 0xC2 && c <= 0xDF) {
+    len = 2, cp = c & 0x1Fu;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    len = 3, cp = c & 0x0Fu;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    len = 4, cp = c & 0x07u;
+  } else {
+    return 0;
+  }
+  if (n < len) return 0;
+  for (size_t i = 1; i < len; ++i) {
+    if ((s[i] & 0xC0u) != 0x80u) return 0;
+    cp = (cp << 6) | (s[i] & 0x3Fu);
+  }
+  if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+      (cp >= 0xD800 && cp <= 0xDFFF)) {
+    return 0;
+  }
+  return len;
+}
 inline bool PlainJsonByte(char c) { return kPlainJsonByte[static_cast<unsigned char>(c)]; }
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
@@ -121,6 +149,15 @@ class Scanner {
       const char c = *p_++;
       if (c == '"') return true;
       if (static_cast<unsigned char>(c) < 0x20) return false;
+      if (static_cast<unsigned char>(c) >= 0x80) {  // JSON text is UTF-8 (RFC 8259): check it
+        const char* seq = p_ - 1;
+        const size_t len = Utf8SequenceLength(reinterpret_cast<const unsigned char*>(seq),
+                                              static_cast<size_t>(end_ - seq));
+        if (len == 0) return false;
+        out->append(seq, len);
+        p_ = seq + len;
+        continue;
+      }
       if (c != '\\') {
         out->push_back(c);
         continue;

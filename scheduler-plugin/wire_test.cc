@@ -115,6 +115,28 @@ TEST(WireTest, MalformedRequestsAreErrorsNotCrashes) {
   EXPECT_TRUE(ok.ok()) << ok.status();
 }
 
+TEST(WireTest, NodeNamesMustBeValidUtf8) {
+  // Found by the extender_request fuzz target: a name with a stray 0xE1 byte was accepted and echoed
+  // back, and the reply was no longer JSON.
+  const std::string pod = R"({"metadata":{"name":"p","namespace":"ml"}})";
+  for (const std::string& bad : {std::string("r0\xE1" "0-n02"), std::string("\xC0\xAF"),
+                                std::string("\xED\xA0\x80"), std::string("\xF4\x90\x80\x80"),
+                                std::string("ab\x80")}) {
+    auto args = ParseExtenderArgs(R"({"Pod":)" + pod + R"(,"NodeNames":[")" + bad + R"("]})",
+                                  "nvidia.com/gpu");
+    EXPECT_FALSE(args.ok()) << "accepted invalid UTF-8 in a node name";
+  }
+  const std::string good = "n\xC3\xA9-\xE2\x82\xAC-\xF0\x9F\x9A\x80";  // é, €, a 4-byte code point
+  auto args = ParseExtenderArgs(R"({"Pod":)" + pod + R"(,"NodeNames":[")" + good + R"("]})",
+                                "nvidia.com/gpu");
+  ASSERT_TRUE(args.ok()) << args.status();
+  ASSERT_EQ(args->node_names.size(), 1u);
+  EXPECT_EQ(args->node_names[0], good);
+  FilterReply r;
+  r.passed = {args->node_names[0]};
+  EXPECT_EQ(Json::parse(SerializeFilterResult(r)).at("NodeNames"), Json({good}));
+}
+
 TEST(WireTest, FilterResultSharedReasonsAreEscapedPerView) {
   // One buffer, three views: the whole reason, a prefix of it (same address, other length) and
   // another reason; each node must get exactly its own text, escaped.
