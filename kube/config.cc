@@ -67,7 +67,10 @@ const json* FindNamed(const json& doc, const char* list, const std::string& name
   auto it = doc.find(list);
   if (it == doc.end() || !it->is_array()) return nullptr;
   for (const json& entry : *it) {
-    if (entry.is_object() && entry.value("name", "") == name) {
+    if (!entry.is_object()) continue;
+    // A name that is not a string (YAML `name: false`) never matches; value() would throw on it.
+    auto n = entry.find("name");
+    if (n != entry.end() && n->is_string() && n->get_ref<const std::string&>() == name) {
       auto in = entry.find(inner);
       if (in != entry.end() && in->is_object()) return &*in;
       static const json* empty = new json(json::object());

@@ -175,6 +175,11 @@ TEST_F(ConfigTest, MissingPiecesAreClearErrors) {
        "current-context: x\ncontexts:\n- name: x\n  context:\n    cluster: c\n"
        "clusters:\n- name: c\n  cluster:\n    server: ftp://h\n",
        "must start with https://"},
+      // Found by the kubeconfig fuzzer: a non-string name threw out of the parser (terminate).
+      {"",
+       "current-context: x\ncontexts:\n- name: false\n  context: {cluster: c}\n- name: x\n"
+       "  context:\n    cluster: c\nclusters:\n- name: 7\n  cluster: {server: https://h}\n",
+       "cluster \"c\" not found"},
   };
   for (const Case& c : cases) {
     auto r = ParseKubeconfig(c.text, dir_, c.context, "/k");
