@@ -28,15 +28,9 @@ ext_bin=${2:-${NVL72_EXTENDER_BIN:-$repo/build/rec/scheduler-plugin/nvl72-extend
 [[ -x $op_bin ]] || { echo "operator binary $op_bin not found" >&2; exit 2; }
 [[ -x $ext_bin ]] || { echo "extender binary $ext_bin not found" >&2; exit 2; }
 
-t0=$(date +%s)
-log() { printf '[defrag-e2e %s +%ss] %s\n' "$(date +%H:%M:%S)" "$(($(date +%s) - t0))" "$*" >&2; }
-failures=0
-fail() { log "FAIL: $*"; failures=$((failures + 1)); }
-ok() { log "ok: $*"; }
-result() {
-  log "RESULT $*"
-  if [[ -n ${NVL72_E2E_RESULTS:-} ]]; then echo "$*" >>"$NVL72_E2E_RESULTS"; fi
-}
+e2e_name=defrag-e2e
+# shellcheck source=lib.sh
+source "$here/lib.sh"  # log, fail, ok, result, kc, stop_pid
 
 own_cluster=0
 if [[ -n ${REC_E2E_STATE:-} ]]; then
@@ -50,18 +44,10 @@ else
 fi
 # shellcheck disable=SC1091
 source "$state/env"
-kc() { "$NVL72_KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 ns=defrag-e2e-$(date +%s)  # unique: without a controller-manager a namespace never finishes deleting
 workdir=$(mktemp -d /tmp/nvl72-defrag-e2e-work.XXXXXX)
 op_pid= ext_pid= sched_pid= failed_nodes=
 
-stop_pid() {  # PID: TERM, wait up to 10 s, then KILL
-  local pid=$1
-  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.25; done
-  kill -KILL "$pid" 2>/dev/null || true
-}
 cleanup() {
   stop_pid "$op_pid"
   stop_pid "$sched_pid"
