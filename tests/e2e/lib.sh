@@ -50,7 +50,8 @@ stop_pid() {  # PID: TERM, wait up to 10 s, then KILL
   local pid=$1
   [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
   kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }; sleep 0.25; done
+  # `wait` returns the status of a TERMed child (143): never let `set -e` turn that into an exit.
+  for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }; sleep 0.25; done
   kill -KILL "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
 }
