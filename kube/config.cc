@@ -84,7 +84,8 @@ std::string Str(const json& obj, const char* key) {
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return "";
   if (it->is_string()) return it->get<std::string>();
-  return it->dump();
+  // A non-string value is shown as JSON; invalid UTF-8 inside it must not throw (fuzzer).
+  return it->dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 bool Bool(const json& obj, const char* key) {
