@@ -172,7 +172,10 @@ docker run -d --name "$ext_container" --network host --read-only --cap-drop ALL 
   || fail "docker run of the extender"
 ext_ready() { [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$ext_port/readyz") == 200 ]]; }
 wait_until 60 ext_ready || fail "extender container not ready on :$ext_port/readyz"
-curl -s "http://127.0.0.1:$ext_port/metrics" | grep -q '^nvl72_' || fail "extender /metrics has no nvl72_ series"
+# Read the whole body first: under pipefail, `curl | grep -q` fails when grep exits at its first match
+# while curl still writes (SIGPIPE / curl exit 23): that is how this check once failed in CI.
+ext_metrics=$(curl -s --max-time 10 "http://127.0.0.1:$ext_port/metrics") || fail "extender /metrics: curl failed"
+grep -q '^nvl72_' <<<"$ext_metrics" || fail "extender /metrics has no nvl72_ series: $(head -c 300 <<<"$ext_metrics")"
 sched_kc=$state/scheduler.kubeconfig
 kubeconfig_for "$rel-nvl72-operator-scheduler" "$sched_kc"
 kubectl get cm "$rel-nvl72-operator-scheduler-config" -n "$ns" -o jsonpath='{.data.config\.yaml}' |

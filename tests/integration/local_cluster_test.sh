@@ -49,7 +49,7 @@ wait_until 30 nodes_ready || fail "expected 36 Ready nodes with 4 GPUs and the c
 $(node_report)"
 [[ $(node_report | awk '{ print $2 }' | sort | uniq -c | awk '$1 == 18' | wc -l) == 2 ]] \
   || fail "expected 2 cliques of 18 nodes: $(node_report | awk '{ print $2 }' | sort | uniq -c)"
-node_report | grep -q '^rack1-node17 ' || fail "no node rack1-node17"
+grep -q '^rack1-node17 ' <<<"$(node_report)" || fail "no node rack1-node17"
 ok "36 Ready nodes in 2 cliques of 18"
 
 # A pod bound by spec.nodeName: kwok runs it.
