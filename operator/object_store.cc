@@ -40,6 +40,12 @@ std::vector<ObjectPtr> ClientStore::PodsOfJob(const std::string& ns, const std::
 
 std::vector<ObjectPtr> ClientStore::Nodes() const { return ListOf(kube::kNodes, "", ""); }
 
+ObjectPtr ClientStore::Node(const std::string& name) const {
+  auto got = client_->Get(kube::kNodes, "", name);
+  if (!got.ok()) return nullptr;
+  return std::make_shared<const Json>(std::move(got).value());
+}
+
 std::vector<std::string> InformerStore::IndexPodByJob(const Json& pod) {
   auto labels = kube::Labels(pod);
   auto it = labels.find(std::string(model::kJobLabel));

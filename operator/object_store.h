@@ -30,6 +30,8 @@ class ObjectStore {
   // Pods labelled nvl72.dev/job=<name> in `ns`.
   virtual std::vector<ObjectPtr> PodsOfJob(const std::string& ns, const std::string& name) const = 0;
   virtual std::vector<ObjectPtr> Nodes() const = 0;
+  // By name; nullptr if absent.
+  virtual ObjectPtr Node(const std::string& name) const = 0;
 };
 
 // Reads through a Client on every call (List/Get). For tests and benchmarks.
@@ -42,6 +44,7 @@ class ClientStore : public ObjectStore {
   std::vector<ObjectPtr> Pods() const override;
   std::vector<ObjectPtr> PodsOfJob(const std::string& ns, const std::string& name) const override;
   std::vector<ObjectPtr> Nodes() const override;
+  ObjectPtr Node(const std::string& name) const override;
 
  private:
   std::vector<ObjectPtr> ListOf(const kube::ResourceRef& r, const std::string& ns,
@@ -67,6 +70,7 @@ class InformerStore : public ObjectStore {
     return pods_->ByIndex(kJobIndex, ns + "/" + name);
   }
   std::vector<ObjectPtr> Nodes() const override { return nodes_->List(); }
+  ObjectPtr Node(const std::string& name) const override { return nodes_->Get(name); }
 
  private:
   const kube::Informer* jobs_;

@@ -1,6 +1,8 @@
 #include "operator/reconciler.h"
 
 #include <algorithm>
+#include <set>
+#include <string_view>
 #include <tuple>
 
 #include "kube/errors.h"
@@ -145,6 +147,23 @@ model::ClusterState Reconciler::BuildState(std::vector<ObjectPtr>* jobs_out) con
   }
   if (jobs_out != nullptr) *jobs_out = std::move(jobs);
   return state;
+}
+
+model::ClusterState Reconciler::BuildLocalState(const Json& job,
+                                                const model::JobPlacement& placement,
+                                                const std::vector<const Json*>& pods) const {
+  std::vector<ObjectPtr> nodes;
+  std::set<std::string_view> seen;
+  for (const auto& r : placement.ranks) {
+    if (!seen.insert(r.node).second) continue;
+    if (ObjectPtr n = store_->Node(r.node)) nodes.push_back(std::move(n));
+  }
+  std::vector<const Json*> node_ptrs;
+  node_ptrs.reserve(nodes.size());
+  for (const auto& n : nodes) node_ptrs.push_back(n.get());
+  model::ClusterOptions opts = options_.cluster;
+  opts.now = wall_clock_();
+  return model::ClusterState::Build(node_ptrs, pods, {&job}, opts);
 }
 
 std::optional<int> Reconciler::PriorityClassValue(const std::string& name) {
@@ -457,16 +476,23 @@ Status Reconciler::ReconcileJob(const std::string& key) {
     return Status::Ok();
   }
   if (auto stored = model::PlacementOf(*job); stored.ok() && stored->has_value()) {
-    // Node health and recovery (operator/recovery.h) on the stored reservation.
-    model::ClusterState state = BuildState(nullptr);
-    std::vector<ObjectPtr> all_pods = store_->Pods();
-    RecoveryInput in{.job = job.get(), .spec = &*spec, .state = &state, .now = now,
+    // Node health and recovery (operator/recovery.h) on the stored reservation. First on a
+    // snapshot of the job's own rank nodes (O(ranks)); only a job with something to recover pays
+    // for the snapshot of the whole cluster (O(nodes + pods)).
+    RecoveryInput in{.job = job.get(), .spec = &*spec, .now = now,
                      .gpu_resource = options_.cluster.gpu_resource};
     for (const auto& p : pods) in.pods.push_back(p.get());
-    for (const auto& p : all_pods) in.all_pods.push_back(p.get());
-    auto ended = recovery_->Reconcile(in);
-    if (!ended.ok()) return ended.status();
-    if (*ended) return Status::Ok();
+    model::ClusterState local = BuildLocalState(*job, **stored, in.pods);
+    in.state = &local;
+    if (!recovery_->Quiet(in)) {
+      model::ClusterState state = BuildState(nullptr);
+      std::vector<ObjectPtr> all_pods = store_->Pods();
+      in.state = &state;
+      for (const auto& p : all_pods) in.all_pods.push_back(p.get());
+      auto ended = recovery_->Reconcile(in);
+      if (!ended.ok()) return ended.status();
+      if (*ended) return Status::Ok();
+    }
   }
   NVL72_RETURN_IF_ERROR(EnsureObjects(*job, *spec, *placement, pods));
 

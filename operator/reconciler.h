@@ -100,6 +100,9 @@ class Reconciler {
   // Placement of a job: status.placement, else an assumed one of the same uid.
   std::optional<model::JobPlacement> EffectivePlacement(const Json& job) const;
   model::ClusterState BuildState(std::vector<ObjectPtr>* jobs) const;
+  // Snapshot of just `job`'s rank nodes, its pods and its reservation (the recovery fast path).
+  model::ClusterState BuildLocalState(const Json& job, const model::JobPlacement& placement,
+                                      const std::vector<const Json*>& pods) const;
   std::optional<int> PriorityClassValue(const std::string& name);
 
   struct Committed {

@@ -333,6 +333,7 @@ class StaleStore : public ObjectStore {
     return inner_->PodsOfJob(ns, n);
   }
   std::vector<ObjectPtr> Nodes() const override { return inner_->Nodes(); }
+  ObjectPtr Node(const std::string& name) const override { return inner_->Node(name); }
 
  private:
   ObjectStore* inner_;

@@ -502,6 +502,23 @@ Status JobRecovery::EvictLenders(const RecoveryInput& in, const std::vector<std:
   return first_error;
 }
 
+bool JobRecovery::Quiet(const RecoveryInput& in) {
+  const Json& status = kube::AtPath(*in.job, "/status");
+  if (IntAt(status, "recoveries") != 0 || ConditionTrue(status, model::kConditionRecovering)) {
+    return false;
+  }
+  RecoveryPlan plan = PlanRecovery(*policy_, in, config_.options);
+  // An empty `failed` with no message is the plan's healthy branch, which reads only the rank
+  // nodes, the job and its pods (a cordoned rank that stays clears `failed` but says why).
+  if (!plan.failed.empty() || !plan.message.empty() || plan.write_status ||
+      plan.action != RecoveryAction::kNone || plan.placement.ranks.empty()) {
+    return false;
+  }
+  if (!StaleRankPods(*in.spec, status, plan.placement, in.pods).empty()) return false;
+  if (plan.requeue_after) Later(kube::KeyOf(*in.job), *plan.requeue_after);
+  return true;
+}
+
 StatusOr<bool> JobRecovery::Reconcile(const RecoveryInput& in) {
   const Json& job = *in.job;
   const std::string key = kube::KeyOf(job);

@@ -166,6 +166,14 @@ class JobRecovery {
   // continues with its usual pod/status work. Errors mean retry with backoff.
   StatusOr<bool> Reconcile(const RecoveryInput& input);
 
+  // The common case in O(ranks): true when the job was never recovered, is not recovering, no rank
+  // sits on a failed (or, with move_cordoned_ranks, cordoned) node, no rank pod failed because of
+  // its node and no rank pod is stale. Then Reconcile() would neither write nor delete and return
+  // false, whatever the rest of the cluster looks like, so `input.state` need only hold the job's
+  // rank nodes and `input.all_pods` may be empty. Schedules the re-check of a NotReady node still
+  // inside its grace, as Reconcile() would. False: call Reconcile() with the whole cluster.
+  bool Quiet(const RecoveryInput& input);
+
  private:
   Status CommitPlan(const Json& job, const RecoveryPlan& plan);
   Status EvictLenders(const RecoveryInput& input, const std::vector<std::string>& nodes);

@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "kube/fake_client.h"
 #include "kube/object.h"
@@ -552,6 +553,43 @@ TEST_F(RecoveryTest, MoveModeKeepsACordonedRankWhenNoNodeIsFree) {
   EXPECT_EQ(Condition("moe", model::kConditionRecovering), "");
   EXPECT_EQ(Condition("moe", model::kConditionRunning), "True");
   EXPECT_EQ(delayed_.count("team/moe"), 1u) << "looks again later";
+}
+
+TEST_F(RecoveryTest, AHealthyJobIsCheckedOnItsOwnNodesNotTheWholeCluster) {
+  AddRacks(4);
+  model::JobPlacement before = StartJob(Job("moe", 16));
+  std::set<std::string> rank_nodes;
+  for (const auto& r : before.ranks) rank_nodes.insert(r.node);
+  // Reconciles of the placed job count what they read: its own rank nodes by name, never a list
+  // of every node or every pod (the whole-cluster snapshot, O(nodes + pods) per reconcile).
+  auto reads = [&] {
+    int node_lists = 0, pod_lists = 0;
+    std::set<std::string> nodes_got;
+    for (const auto& a : fake_.Actions()) {
+      if (a.verb == kube::Verb::kList && a.resource == "nodes") ++node_lists;
+      if (a.verb == kube::Verb::kList && a.resource == "pods" && a.ns.empty()) ++pod_lists;
+      if (a.verb == kube::Verb::kGet && a.resource == "nodes") nodes_got.insert(a.name);
+    }
+    return std::make_tuple(node_lists, pod_lists, nodes_got);
+  };
+  fake_.ClearActions();
+  Enqueue("team/moe");
+  RunUntilQuiet();
+  auto [node_lists, pod_lists, nodes_got] = reads();
+  EXPECT_EQ(node_lists, 0);
+  EXPECT_EQ(pod_lists, 0);
+  EXPECT_EQ(nodes_got, rank_nodes);
+
+  // One of its nodes fails: the same reconcile now reads the whole cluster and recovers.
+  const std::string failed = before.ranks[3].node;
+  SetNotReady(failed, now_ - seconds(60));
+  fake_.ClearActions();
+  Enqueue("team/moe");
+  RunUntilQuiet();
+  std::tie(node_lists, pod_lists, nodes_got) = reads();
+  EXPECT_GE(node_lists, 1);
+  EXPECT_NE(PlacementOf("moe").ranks[3].node, failed);
+  EXPECT_EQ(RackOf(PlacementOf("moe").ranks[3].node), RackOf(failed));
 }
 
 TEST_F(RecoveryTest, JobsWithRankOnFindsTheJobsOfANode) {
