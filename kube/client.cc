@@ -17,7 +17,7 @@ std::string_view WatchEventTypeName(WatchEventType t) {
 }
 
 StatusOr<ListResult> ListAll(Client& client, const ResourceRef& resource, std::string_view ns,
-                             ListOptions options) {
+                             ListOptions options, const ObjectTransform& transform) {
   const std::string initial_rv = options.resource_version;
   for (int attempt = 0; attempt < 2; ++attempt) {
     ListResult all;
@@ -34,7 +34,10 @@ StatusOr<ListResult> ListAll(Client& client, const ResourceRef& resource, std::s
         return page.status();
       }
       if (all.resource_version.empty()) all.resource_version = page->resource_version;
-      for (auto& item : page->items) all.items.push_back(std::move(item));
+      for (auto& item : page->items) {
+        if (transform) transform(item);
+        all.items.push_back(std::move(item));
+      }
       if (page->continue_token.empty()) return all;
       options.continue_token = page->continue_token;
       // resourceVersion must not be combined with continue.

@@ -145,10 +145,15 @@ class Client {
                        const DeleteOptions& options = {}) = 0;
 };
 
+// Rewrites an object in place before a cache keeps it (e.g. drops fields nobody reads). Must keep
+// metadata.name, metadata.namespace and metadata.resourceVersion.
+using ObjectTransform = std::function<void(Json&)>;
+
 // Lists every page (following continue tokens) into one result whose resource_version is the
-// first page's. Restarts from scratch once if a continue token expires (410).
+// first page's. Restarts from scratch once if a continue token expires (410). `transform`, when
+// set, is applied to each item as its page arrives (so the full objects of only one page are held).
 StatusOr<ListResult> ListAll(Client& client, const ResourceRef& resource, std::string_view ns,
-                             ListOptions options);
+                             ListOptions options, const ObjectTransform& transform = nullptr);
 
 // Read-modify-write with optimistic concurrency: Get, apply `mutate` to a copy, Update; on
 // kConflict re-read and retry (up to `max_attempts`). `mutate` returns false to skip the write (no

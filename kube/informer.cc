@@ -159,7 +159,7 @@ Status Informer::ListAndReplace() {
   lo.label_selector = options_.label_selector;
   lo.field_selector = options_.field_selector;
   lo.limit = options_.page_size;
-  auto listed = ListAll(*client_, options_.resource, options_.ns, lo);
+  auto listed = ListAll(*client_, options_.resource, options_.ns, lo, options_.transform);
   if (!listed.ok()) return listed.status();
 
   struct Delivery {
@@ -234,6 +234,7 @@ Status Informer::WatchOnce(std::stop_token stop, int64_t* events) {
           if (!rv.empty()) resource_version_ = rv;
           return !stop.stop_requested();
         }
+        if (options_.transform) options_.transform(ev.object);
         ObjectPtr obj = std::make_shared<const Json>(std::move(ev.object));
         std::string key = KeyOf(*obj);
         ObjectPtr old;

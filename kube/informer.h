@@ -68,6 +68,9 @@ struct InformerOptions {
   std::chrono::milliseconds initial_backoff{200};
   std::chrono::milliseconds max_backoff{30000};
   int watch_timeout_seconds = 0;  // 0 = Client default (300 s + jitter)
+  // Applied to every listed and watched object before it is stored or handed to handlers (e.g.
+  // kube::DropManagedFields, model::SlimPod); empty = objects kept as the API server sent them.
+  ObjectTransform transform{};
 };
 
 struct InformerStats {

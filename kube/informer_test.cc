@@ -106,6 +106,41 @@ TEST(InformerTest, ListThenWatchWithIndexAndHandlers) {
   inf.Stop();
 }
 
+TEST(InformerTest, TransformAppliesToListedAndWatchedObjects) {
+  FakeClient c;
+  Json big = Pod("a", "n1");
+  big["metadata"]["managedFields"] = Json::array({{{"manager", "kubectl"}}});
+  big["spec"]["volumes"] = Json::array({{{"name", "v"}}});
+  ASSERT_TRUE(c.Create(kPods, "ns", big).ok());
+  FakeClock clock;
+  InformerOptions o{.resource = kPods, .page_size = 1};
+  o.transform = [](Json& obj) {
+    DropManagedFields(obj);
+    obj["spec"].erase("volumes");
+  };
+  Informer inf(&c, &clock, o);
+  Recorder rec;
+  inf.AddEventHandler(rec.Handlers());
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(5s));
+  ASSERT_TRUE(Eventually([&] { return c.NumWatches() == 1; }));
+  Json b = big;
+  b["metadata"]["name"] = "b";
+  ASSERT_TRUE(c.Create(kPods, "ns", b).ok());
+  ASSERT_TRUE(Eventually([&] { return inf.Size() == 2; }));
+  for (const char* name : {"a", "b"}) {
+    ObjectPtr got = inf.Get("ns", name);
+    ASSERT_NE(got, nullptr) << name;
+    EXPECT_FALSE((*got)["metadata"].contains("managedFields")) << name;
+    EXPECT_FALSE((*got)["spec"].contains("volumes")) << name;
+    EXPECT_EQ((*got)["spec"]["nodeName"], "n1") << name;
+    EXPECT_FALSE(ResourceVersion(*got).empty()) << name;
+  }
+  EXPECT_TRUE(rec.Has("add:b"));
+  ExpectCacheMatchesServer(c, inf, kPods);
+  inf.Stop();
+}
+
 TEST(InformerTest, ResumesAfterServerTimeoutWithoutRelist) {
   FakeClient c;
   FakeClock clock;

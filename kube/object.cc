@@ -318,4 +318,16 @@ Json ObjectReferenceFor(const Json& obj) {
   return ref;
 }
 
+void DropManagedFields(Json& obj) {
+  if (!obj.is_object()) return;
+  auto md = obj.find("metadata");
+  if (md == obj.end() || !md->is_object()) return;
+  md->erase("managedFields");
+  auto ann = md->find("annotations");
+  if (ann != md->end() && ann->is_object()) {
+    ann->erase("kubectl.kubernetes.io/last-applied-configuration");
+    if (ann->empty()) md->erase(ann);
+  }
+}
+
 }  // namespace nvl72::kube

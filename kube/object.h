@@ -23,6 +23,10 @@ std::string Uid(const Json& obj);
 std::string ResourceVersion(const Json& obj);
 int64_t Generation(const Json& obj);
 bool IsBeingDeleted(const Json& obj);  // metadata.deletionTimestamp is set
+// Removes metadata.managedFields (server-side apply bookkeeping, often ~40% of an object) and the
+// kubectl.kubernetes.io/last-applied-configuration annotation (a copy of the object). No-op on
+// objects without them. A kube::ObjectTransform for informers.
+void DropManagedFields(Json& obj);
 std::map<std::string, std::string> Labels(const Json& obj);
 std::map<std::string, std::string> Annotations(const Json& obj);
 // Returns obj at a "/a/b/c" JSON pointer, or nullptr json if absent (never throws).

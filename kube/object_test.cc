@@ -94,5 +94,28 @@ TEST(ObjectTest, Times) {
   EXPECT_FALSE(ParseTime("2006-01-02T15:04:05.Z").ok());
 }
 
+TEST(ObjectTest, DropManagedFieldsRemovesBookkeepingOnly) {
+  Json o = {{"metadata",
+             {{"name", "a"},
+              {"resourceVersion", "3"},
+              {"managedFields", Json::array({{{"manager", "kubectl"}}})},
+              {"annotations",
+               {{"kubectl.kubernetes.io/last-applied-configuration", "{}"}, {"nvl72.dev/node", "n"}}}}},
+            {"spec", {{"x", 1}}}};
+  DropManagedFields(o);
+  EXPECT_EQ(o, Json({{"metadata",
+                      {{"name", "a"}, {"resourceVersion", "3"}, {"annotations", {{"nvl72.dev/node", "n"}}}}},
+                     {"spec", {{"x", 1}}}}));
+  // The last annotation gone: no empty map left behind.
+  Json only = {{"metadata", {{"annotations", {{"kubectl.kubernetes.io/last-applied-configuration", "{}"}}}}}};
+  DropManagedFields(only);
+  EXPECT_EQ(only, Json({{"metadata", Json::object()}}));
+  for (Json j : {Json(), Json(1), Json::array(), Json{{"metadata", 2}}}) {
+    Json k = j;
+    DropManagedFields(k);
+    EXPECT_EQ(k, j);
+  }
+}
+
 }  // namespace
 }  // namespace nvl72::kube

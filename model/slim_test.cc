@@ -1,0 +1,162 @@
+#include "model/slim.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "model/cluster_state.h"
+
+namespace nvl72::model {
+namespace {
+
+using Json = nlohmann::json;
+
+// A pod shaped like the API server returns it: managedFields, image, command, env, volumes,
+// containerStatuses, podIPs... plus everything placement reads.
+Json FullPod(const std::string& name, const std::string& node, int gpus, const std::string& phase) {
+  Json p = Json::parse(R"({
+    "apiVersion": "v1", "kind": "Pod",
+    "metadata": {"namespace": "team", "uid": "u-1", "resourceVersion": "42",
+      "creationTimestamp": "2026-12-02T10:00:00Z",
+      "labels": {"nvl72.dev/job": "moe", "nvl72.dev/rank": "3"},
+      "annotations": {"nvl72.dev/node": "a0",
+                      "kubectl.kubernetes.io/last-applied-configuration": "{\"big\": true}"},
+      "ownerReferences": [{"apiVersion": "nvl72.dev/v1alpha1", "kind": "NVL72Job", "name": "moe",
+                           "uid": "j-1", "controller": true}],
+      "managedFields": [{"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1",
+                         "fieldsV1": {"f:spec": {"f:containers": {}}}}]},
+    "spec": {"schedulerName": "nvl72-scheduler", "priority": 100, "terminationGracePeriodSeconds": 30,
+      "restartPolicy": "Never", "dnsPolicy": "ClusterFirst", "serviceAccountName": "default",
+      "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+      "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}},
+      "volumes": [{"name": "kube-api-access", "projected": {"sources": []}}],
+      "initContainers": [{"name": "init", "image": "busybox", "restartPolicy": "Always",
+                          "resources": {"requests": {"nvidia.com/gpu": "1"}}}],
+      "containers": [{"name": "trainer", "image": "busybox:1.36", "command": ["sleep", "3600"],
+                      "env": [{"name": "NVL72_RANK", "value": "3"}],
+                      "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run"}],
+                      "resources": {"requests": {"cpu": "1"}, "limits": {"nvidia.com/gpu": "4"}}}]},
+    "status": {"conditions": [{"type": "DisruptionTarget", "status": "True",
+                               "reason": "DeletionByTaintManager"}],
+      "reason": "NodeLost", "message": "node gone", "nominatedNodeName": "a1",
+      "startTime": "2026-12-02T10:00:01Z", "hostIP": "10.0.0.1", "podIP": "10.1.0.1",
+      "podIPs": [{"ip": "10.1.0.1"}], "qosClass": "Burstable",
+      "containerStatuses": [{"name": "trainer", "ready": true, "image": "busybox:1.36"}]}
+  })");
+  p["metadata"]["name"] = name;
+  p["spec"]["nodeName"] = node;
+  p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = std::to_string(gpus);
+  p["status"]["phase"] = phase;
+  return p;
+}
+
+Json FullNode(const std::string& name, const std::string& clique, bool ready, bool cordoned) {
+  Json n = Json::parse(R"({
+    "apiVersion": "v1", "kind": "Node",
+    "metadata": {"uid": "n-1", "resourceVersion": "7",
+      "labels": {"kubernetes.io/hostname": "x", "type": "kwok"},
+      "annotations": {"kwok.x-k8s.io/node": "fake"},
+      "managedFields": [{"manager": "kwok", "operation": "Update", "fieldsV1": {"f:status": {}}}]},
+    "spec": {"podCIDR": "10.0.1.0/24", "providerID": "kwok://x",
+      "taints": [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]},
+    "status": {"capacity": {"cpu": "72", "nvidia.com/gpu": "4"},
+      "allocatable": {"cpu": "72", "nvidia.com/gpu": "4", "pods": "110"},
+      "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+      "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+      "images": [{"names": ["registry/big-image:1"], "sizeBytes": 123456789}],
+      "nodeInfo": {"kubeletVersion": "v1.34.4", "osImage": "kwok"}}
+  })");
+  n["metadata"]["name"] = name;
+  n["metadata"]["labels"]["nvidia.com/gpu.clique"] = clique;
+  n["spec"]["unschedulable"] = cordoned;
+  n["status"]["conditions"] = {{{"type", "Ready"},
+                                {"status", ready ? "True" : "False"},
+                                {"lastTransitionTime", "2026-12-02T09:00:00Z"}}};
+  return n;
+}
+
+TEST(SlimTest, PodKeepsWhatPlacementReadsAndDropsTheRest) {
+  const Json full = FullPod("moe-3", "a0", 4, "Failed");
+  Json slim = full;
+  SlimPod(slim);
+  EXPECT_EQ(slim["metadata"], full["metadata"]) << "metadata is the caller's (DropManagedFields)";
+  for (const char* k : {"nodeName", "schedulerName", "priority", "terminationGracePeriodSeconds",
+                        "tolerations"}) {
+    EXPECT_EQ(slim["spec"][k], full["spec"][k]) << k;
+  }
+  for (const char* k : {"affinity", "volumes", "restartPolicy", "dnsPolicy", "serviceAccountName"}) {
+    EXPECT_FALSE(slim["spec"].contains(k)) << k;
+  }
+  EXPECT_EQ(slim["spec"]["containers"],
+            Json::parse(R"([{"name": "trainer", "resources": {"requests": {"cpu": "1"},
+                              "limits": {"nvidia.com/gpu": "4"}}}])"));
+  EXPECT_EQ(slim["spec"]["initContainers"],
+            Json::parse(R"([{"name": "init", "restartPolicy": "Always",
+                              "resources": {"requests": {"nvidia.com/gpu": "1"}}}])"));
+  for (const char* k : {"phase", "reason", "message", "nominatedNodeName", "conditions", "startTime"}) {
+    EXPECT_EQ(slim["status"][k], full["status"][k]) << k;
+  }
+  for (const char* k : {"hostIP", "podIP", "podIPs", "qosClass", "containerStatuses"}) {
+    EXPECT_FALSE(slim["status"].contains(k)) << k;
+  }
+}
+
+TEST(SlimTest, NodeKeepsWhatPlacementReadsAndDropsTheRest) {
+  const Json full = FullNode("a0", "rack-a", true, true);
+  Json slim = full;
+  SlimNode(slim);
+  EXPECT_EQ(slim["metadata"], full["metadata"]);
+  EXPECT_EQ(slim["spec"], Json({{"taints", full["spec"]["taints"]}, {"unschedulable", true}}));
+  EXPECT_EQ(slim["status"], Json({{"capacity", full["status"]["capacity"]},
+                                  {"allocatable", full["status"]["allocatable"]},
+                                  {"conditions", full["status"]["conditions"]}}));
+}
+
+TEST(SlimTest, MalformedObjectsAreLeftAlone) {
+  for (Json j : {Json(), Json(3), Json::array(), Json{{"spec", 1}, {"status", "x"}}}) {
+    Json p = j, n = j;
+    SlimPod(p);
+    SlimNode(n);
+    EXPECT_EQ(p, j);
+    EXPECT_EQ(n, j);
+  }
+}
+
+// The snapshot built from slimmed objects equals the one from full objects: nothing placement
+// reads was dropped.
+TEST(SlimTest, ClusterStateIsTheSameOnSlimmedObjects) {
+  std::vector<Json> nodes = {FullNode("a0", "rack-a", true, false), FullNode("a1", "rack-a", false, false),
+                             FullNode("b0", "rack-b", true, true), FullNode("b1", "rack-b", true, false)};
+  std::vector<Json> pods = {FullPod("p0", "a0", 4, "Running"), FullPod("p1", "b1", 2, "Pending"),
+                            FullPod("p2", "b1", 1, "Succeeded"), FullPod("p3", "", 4, "Pending")};
+  std::vector<Json> slim_nodes = nodes, slim_pods = pods;
+  for (Json& n : slim_nodes) SlimNode(n);
+  for (Json& p : slim_pods) SlimPod(p);
+  ClusterOptions opts;
+  opts.now = std::chrono::system_clock::now();
+  ClusterState a = ClusterState::Build(nodes, pods, {}, opts);
+  ClusterState b = ClusterState::Build(slim_nodes, slim_pods, {}, opts);
+  ASSERT_EQ(a.snapshot().nodes.size(), 4u);
+  ASSERT_EQ(b.snapshot().nodes.size(), 4u);
+  int differences_seen_in_input = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    const auto& x = a.snapshot().nodes[i];
+    const auto& y = b.snapshot().nodes[i];
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.domain, y.domain);
+    EXPECT_EQ(x.gpu_capacity, y.gpu_capacity);
+    EXPECT_EQ(x.gpu_used, y.gpu_used) << x.name;
+    EXPECT_EQ(x.ready, y.ready);
+    EXPECT_EQ(x.cordoned, y.cordoned);
+    EXPECT_EQ(x.tainted, y.tainted);
+    EXPECT_EQ(a.Health(static_cast<placement::NodeId>(i)).not_ready_since,
+              b.Health(static_cast<placement::NodeId>(i)).not_ready_since);
+    differences_seen_in_input += x.gpu_used > 0 || !x.ready || x.cordoned;
+  }
+  EXPECT_GE(differences_seen_in_input, 3) << "the fixture exercises usage, readiness and cordon";
+}
+
+}  // namespace
+}  // namespace nvl72::model
