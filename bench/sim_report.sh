@@ -2,11 +2,15 @@
 # Runs nvl72-sim on the ITP cluster04 trace (8 racks) at loads 1, 1.5 and 2 and a sweep of node MTBF
 # x spare reserve (0..3) x reserve mode (soft = default, hard) over several seeds, then writes the tables into docs/simulator.md (between
 # the sim_report markers) and the replay time into the "## simulator" section of docs/benchmarks.md.
+# The "defrag" part (spares 2 / 0 x defragmentation on / off with preemptible jobs) has its own
+# block (sim_report_defrag markers).
 #
 # Usage: bench/sim_report.sh [--no-write]
 # Environment: NVL72_SIM (binary; default build/sim/sim/nvl72-sim, built if missing), SEEDS
 # (default "1 2 3 4 5"), MTBFS (default "0 12669 3000 1000"), SPARES (default "0 1 2 3"),
-# LOADS (default "1 1.5 2"), LEND_GPUS (default 4), LEND_MTBFS (default "12669 1000").
+# LOADS (default "1 1.5 2"), LEND_GPUS (default 4), LEND_MTBFS (default "12669 1000"),
+# PARTS (default "main defrag"; "defrag" alone regenerates only that block), DEFRAG_GPUS
+# (--preemptible-max-gpus values of the defrag part, default "8 16").
 # Needs only bash, awk and the simulator (no jq / python).
 set -euo pipefail
 
@@ -22,8 +26,11 @@ LOADS=${LOADS:-"1 1.5 2"}
 # Second sweep: jobs of <= LEND_GPUS GPUs preemptible (nvl72 may lend them its spares).
 LEND_GPUS=${LEND_GPUS:-4}
 LEND_MTBFS=${LEND_MTBFS:-"12669 1000"}
+PARTS=${PARTS:-"main defrag"}
+DEFRAG_GPUS=${DEFRAG_GPUS:-"8 16"}
 WRITE=1
 [[ "${1:-}" == "--no-write" ]] && WRITE=0
+part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 if [[ ! -x "$SIM" ]]; then
   cmake -S "$ROOT" -B "$BUILD" -G Ninja >/dev/null
@@ -49,6 +56,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; els
 
 POLICIES="nvl72 domain-best-fit spread first-fit"
 
+main_part() {
 # ---- replay time: cluster04, 8 racks, all four policies, default failure model ----------------
 # Wall time depends on what else runs on the machine; CPU time (user + sys) much less.
 best=""
@@ -129,7 +137,7 @@ run_sweep() {  # run_sweep PREEMPTIBLE_MAX_GPUS MTBFS
       for mode in soft hard; do
         for seed in $SEEDS; do
           "$SIM" --trace "$TRACE" --racks 8 --mtbf-hours "$mtbf" --spares "$spares" --seed "$seed" \
-            --spare-reserve "$mode" --preemptible-max-gpus "$pm" \
+            --spare-reserve "$mode" --preemptible-max-gpus "$pm" --defrag off \
             --policies nvl72,domain-best-fit,spread --json \
             >"$TMP/sweep_${pm}_${mtbf}_${spares}_${mode}_${seed}.json"
         done
@@ -198,7 +206,8 @@ sweep_table() {  # sweep_table PREEMPTIBLE_MAX_GPUS MTBFS
   echo "Jobs of at most $LEND_GPUS GPUs are marked preemptible: nodes they hold count toward nvl72's"
   echo "spare reserve and recovery may evict them (they lose the work since their checkpoint and are"
   echo "requeued). The trace does not say which jobs are preemptible; this is the DESIGN.md option of"
-  echo "lending the reserve, not the default."
+  echo "lending the reserve, not the default. Defragmentation is off here (\`--defrag off\`): it has"
+  echo "its own section below."
   sweep_table "$LEND_GPUS" "$LEND_MTBFS"
   echo
   echo "Replay time (cluster04, 8 racks, all four policies, one process): ${REPLAY_S} s wall, ${REPLAY_CPU_S} s CPU (best of 3; load average ${LOADAVG})."
@@ -246,3 +255,94 @@ if [[ "$WRITE" == 1 ]]; then
   cat "$TMP/bench.md" >"$bench"
   echo "wrote $doc and the ## simulator section of $bench" >&2
 fi
+}
+
+# ---- defragmentation: spares 2 / 0 x defrag on / off, with preemptible jobs ---------------------
+# nvl72 with --defrag on (the operator's behaviour) and off; domain-best-fit without (what the
+# baselines do) and, for attribution only, with --defrag all; spread for context. Load 1, default
+# failure model.
+defrag_part() {
+  local pm spares seed
+  local t0 t1
+  t0=$(date +%s)
+  for pm in $DEFRAG_GPUS; do
+    for spares in 2 0; do
+      for seed in $SEEDS; do
+        local base=(--trace "$TRACE" --racks 8 --seed "$seed" --spares "$spares" --preemptible-max-gpus "$pm" --json)
+        "$SIM" "${base[@]}" --policies nvl72,domain-best-fit,spread --defrag on >"$TMP/defrag_${pm}_${spares}_${seed}_on.json"
+        "$SIM" "${base[@]}" --policies nvl72 --defrag off >"$TMP/defrag_${pm}_${spares}_${seed}_off.json"
+        "$SIM" "${base[@]}" --policies domain-best-fit --defrag all >"$TMP/defrag_${pm}_${spares}_${seed}_all.json"
+      done
+    done
+  done
+  t1=$(date +%s)
+  local elapsed=$((t1 - t0))
+  # one nvl72 replay with defragmentation, for the cost of the planner
+  local wall
+  TIMEFORMAT='%R'
+  wall=$( { time "$SIM" --trace "$TRACE" --racks 8 --preemptible-max-gpus 8 --policies nvl72 --json >/dev/null; } 2>&1 )
+
+  # drow LABEL PM SPARES SUFFIX POLICY: one table row, means over seeds.
+  drow() {
+    local label=$1 pm=$2 spares=$3 sfx=$4 p=$5 key vals u d m=() f
+    f() { echo "$TMP/defrag_${pm}_${spares}_$1_${sfx}.json"; }
+    u=$(for seed in $SEEDS; do metric "$(f "$seed")" "$p" usable_capacity; done | mean)
+    vals=$(for seed in $SEEDS; do metric "$(f "$seed")" "$p" usable_capacity; done | minmax)
+    d=$(for seed in $SEEDS; do metric "$TMP/defrag_${pm}_2_${seed}_on.json" domain-best-fit usable_capacity; done | mean)
+    for key in wait_mean_s wait_mean_gang_s wait_p99_gang_s wait_mean_pod_s stranded_gpu_ratio in_place_recovery_ratio gang_recovery_wait_mean_s defrag_moves preemptions lost_gpu_hours restart_gpu_hours useful_gpu_hours_total; do
+      m+=("$(for seed in $SEEDS; do metric "$(f "$seed")" "$p" "$key"; done | mean)")
+    done
+    h() { fmt "$(awk -v x="$1" 'BEGIN{print x/3600}')" "$2"; }
+    echo "| $label | $(fmt "$u") ($vals) | $(ratio "$u" "$d") | $(h "${m[0]}" 2) | $(h "${m[1]}" 1) / $(h "${m[2]}" 1) | $(h "${m[3]}" 2) | $(fmt "${m[4]}") | $(fmt "${m[5]}" 2) | $(h "${m[6]}" 2) | $(fmt "${m[7]}" 1) | $(fmt "${m[8]}" 1) | $(fmt "${m[9]}" 0) / $(fmt "${m[10]}" 0) |"
+  }
+  {
+    echo "<!-- sim_report_defrag:begin (generated by bench/sim_report.sh on $(date -u +%Y-%m-%d); do not edit by hand) -->"
+    echo
+    echo "Trace \`$TRACE_REL\`, 8 racks x 18 nodes x 4 GPUs, load 1, default failure model (node MTBF"
+    echo "12669 h, repair 24 h, checkpoint 30 min, restart 10 min), soft reserve, seeds $SEEDS (means;"
+    echo "usable capacity also min-max over seeds). Defragmentation budget: the operator's defaults (2"
+    echo "moves per plan, 30 s between plans, 600 s cooldown per job). \"vs dbf\" = / domain-best-fit"
+    echo "without defragmentation (spares do not change it here: every ITP gang has <= 16 nodes)."
+    echo "\"lost / restart GPU-h\" = work lost since the last checkpoint / GPUs held while restarting,"
+    echo "for failures, recovery evictions and defragmentation moves together."
+    for pm in $DEFRAG_GPUS; do
+      echo
+      echo "#### jobs of <= $pm GPUs preemptible (\`--preemptible-max-gpus $pm\`)"
+      echo
+      echo "| policy | usable capacity (min-max) | vs dbf | wait mean h | gang wait mean / p99 h | pod wait mean h | stranded | in-place recovery | gang recovery wait mean h | defrag moves | preemptions | lost / restart GPU-h |"
+      echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+      drow "nvl72, spares 2, defrag on (default)" "$pm" 2 on nvl72
+      drow "nvl72, spares 2, defrag off" "$pm" 2 off nvl72
+      drow "nvl72, spares 0, defrag on" "$pm" 0 on nvl72
+      drow "nvl72, spares 0, defrag off" "$pm" 0 off nvl72
+      drow "domain-best-fit (baseline, no defrag)" "$pm" 2 on domain-best-fit
+      drow "domain-best-fit + defrag (\`--defrag all\`, attribution only)" "$pm" 2 all domain-best-fit
+      drow "spread (baseline)" "$pm" 2 on spread
+    done
+    echo
+    echo "Cost: ${elapsed} s wall for all runs of this block (load average $(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo unknown));"
+    echo "one nvl72 replay with defragmentation at \`--preemptible-max-gpus 8\`: ${wall} s wall (without:"
+    echo "~0.1 s). The time is spent in \`PlanDefrag\`'s \`PlaceGang\` calls (one per candidate set and rack)."
+    echo
+    echo "<!-- sim_report_defrag:end -->"
+  } >"$TMP/defrag.md"
+  cat "$TMP/defrag.md"
+  if [[ "$WRITE" == 1 ]]; then
+    local doc=$ROOT/docs/simulator.md
+    if grep -q '<!-- sim_report_defrag:begin' "$doc"; then
+      awk -v f="$TMP/defrag.md" '
+        /<!-- sim_report_defrag:begin/ { while ((getline line < f) > 0) print line; skip = 1; next }
+        /<!-- sim_report_defrag:end/ { skip = 0; next }
+        !skip { print }
+      ' "$doc" >"$TMP/doc.md"
+      cat "$TMP/doc.md" >"$doc"
+    else
+      cat "$TMP/defrag.md" >>"$doc"
+    fi
+    echo "wrote the defragmentation block of $doc" >&2
+  fi
+}
+
+part main && main_part
+part defrag && defrag_part
+exit 0

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "placement/defrag.h"
 #include "placement/fragmentation.h"
 #include "placement/snapshot.h"
 #include "sim/failure_model.h"
@@ -22,8 +23,9 @@ using placement::PlacementPolicy;
 using placement::Snapshot;
 
 // Same-time events are handled in this order, then one scheduling pass runs: a job that completes
-// at the instant its node fails has completed.
-enum class EventType : int { kCompletion = 0, kRepair = 1, kFailure = 2 };
+// at the instant its node fails has completed. kDefragRetry only wakes the loop up when the
+// defragmentation budget's minimum interval ends (the operator's retry_after).
+enum class EventType : int { kCompletion = 0, kRepair = 1, kFailure = 2, kDefragRetry = 3 };
 
 struct Event {
   double time = 0;
@@ -59,10 +61,23 @@ struct Job {
   int epoch = 0;
   GangPlacement placement;  // rank -> node; a pod has one entry
   double speed = 1;
-  double run_start_s = 0;       // the current run (including restart overhead) began
-  double progress_start_s = 0;  // the current run makes progress from here
-  double gang_failed_at_s = -1;  // a gang requeued by a failure: when (until placed again)
+  double run_start_s = 0;                // the current run (including restart overhead) began
+  double progress_start_s = 0;           // the current run makes progress from here
+  double gang_failed_at_s = -1;          // a gang requeued by a failure: when (until placed again)
+  double defrag_moved_at_s = -INFINITY;  // last move by defragmentation (the budget's cooldown)
 };
+
+// Adds (sign +1) or removes (-1) what one job of `shape` holds on `n`. A gang rank takes a whole
+// node, so a node holds at most one gang rank.
+void ApplyUsage(placement::Node& n, const Shape& shape, int sign) {
+  n.gpu_used += sign * shape.gpus_per_node;
+  if (shape.preemptible) {
+    n.gpu_reclaimable += sign * shape.gpus_per_node;
+  }
+  if (shape.gang) {
+    n.gang_reserved = sign > 0;
+  }
+}
 
 class Run {
  public:
@@ -78,6 +93,15 @@ class Run {
   void Integrate(double until);
   Status SchedulePass();
   StatusOr<bool> TryStart(int job_index);
+  // Starts `job_index` if it fits and takes it out of its queue.
+  StatusOr<bool> StartQueued(int job_index);
+  // Executes one defragmentation plan at most (see engine.h); runs after SchedulePass. True if it
+  // did (a waiting gang started).
+  StatusOr<bool> DefragPass();
+  // Whether moving `plan.moves` makes room for `gang`: on a copy of the cluster, the gang fits with
+  // its first segment in the freed domain and then every moved job fits elsewhere.
+  bool DefragPlanFreesRoom(int gang, const placement::DefragPlan& plan,
+                           const std::vector<int>& running) const;
   Status HandleFailure(int node);
   void HandleRepair(int node);
   void ScheduleNextOutage(int node);
@@ -104,6 +128,12 @@ class Run {
   std::vector<std::set<int>> queues_;  // per shape: waiting jobs by arrival index
   std::vector<bool> shape_blocked_;    // failed since the last time capacity was freed
   std::vector<bool> placeable_;        // fits the empty, healthy cluster under this policy
+  // Per shape: defragmentation found no plan since capacity was last freed (or a cooldown ended).
+  std::vector<bool> defrag_blocked_;
+  bool any_preemptible_ = false;  // some shape is preemptible: defragmentation has candidates
+  double defrag_unblock_at_s_ = INFINITY;  // a cooldown that excluded a candidate ends
+  double last_defrag_plan_s_ = -INFINITY;
+  double defrag_retry_at_s_ = -INFINITY;  // the pending kDefragRetry event
   std::vector<Job> jobs_;
   std::priority_queue<Event, std::vector<Event>, EventAfter> events_;
   int64_t next_seq_ = 0;
@@ -179,6 +209,9 @@ void Run::BuildJobs() {
   }
   queues_.assign(shapes_.size(), {});
   shape_blocked_.assign(shapes_.size(), false);
+  defrag_blocked_.assign(shapes_.size(), false);
+  any_preemptible_ =
+      std::any_of(shapes_.begin(), shapes_.end(), [](const Shape& s) { return s.preemptible; });
   // A shape the policy cannot place even on the empty, fully healthy cluster never starts (e.g. a
   // gang larger than a rack minus the spare reserve): its jobs are reported, not queued forever.
   placeable_.assign(shapes_.size(), false);
@@ -208,32 +241,19 @@ Status Run::CheckNode(NodeId node, int gpus, const char* what) const {
 
 void Run::Occupy(int job_index, NodeId node) {
   const Shape& shape = shapes_[static_cast<size_t>(jobs_[static_cast<size_t>(job_index)].shape)];
-  placement::Node& n = snapshot_.nodes[static_cast<size_t>(node)];
-  n.gpu_used += shape.gpus_per_node;
-  if (shape.preemptible) {
-    n.gpu_reclaimable += shape.gpus_per_node;
-  }
-  if (shape.gang) {
-    n.gang_reserved = true;
-  }
+  ApplyUsage(snapshot_.nodes[static_cast<size_t>(node)], shape, +1);
   node_jobs_[static_cast<size_t>(node)].push_back(job_index);
   stats_dirty_ = true;
 }
 
 void Run::ReleaseNode(int job_index, NodeId node) {
   const Shape& shape = shapes_[static_cast<size_t>(jobs_[static_cast<size_t>(job_index)].shape)];
-  placement::Node& n = snapshot_.nodes[static_cast<size_t>(node)];
-  n.gpu_used -= shape.gpus_per_node;
-  if (shape.preemptible) {
-    n.gpu_reclaimable -= shape.gpus_per_node;
-  }
-  if (shape.gang) {
-    n.gang_reserved = false;
-  }
+  ApplyUsage(snapshot_.nodes[static_cast<size_t>(node)], shape, -1);
   auto& on_node = node_jobs_[static_cast<size_t>(node)];
   on_node.erase(std::find(on_node.begin(), on_node.end(), job_index));
-  // Capacity came back: every shape may fit again.
+  // Capacity came back: every shape may fit again, and defragmentation may find a plan again.
   std::fill(shape_blocked_.begin(), shape_blocked_.end(), false);
+  std::fill(defrag_blocked_.begin(), defrag_blocked_.end(), false);
   stats_dirty_ = true;
 }
 
@@ -380,6 +400,191 @@ Status Run::SchedulePass() {
   }
 }
 
+StatusOr<bool> Run::StartQueued(int job_index) {
+  StatusOr<bool> started = TryStart(job_index);
+  if (started.ok() && *started) {
+    queues_[static_cast<size_t>(jobs_[static_cast<size_t>(job_index)].shape)].erase(job_index);
+    stats_dirty_ = true;
+  }
+  return started;
+}
+
+bool Run::DefragPlanFreesRoom(int gang, const placement::DefragPlan& plan,
+                              const std::vector<int>& running) const {
+  Snapshot after = snapshot_;
+  for (int m : plan.moves) {
+    const Job& job = jobs_[static_cast<size_t>(running[static_cast<size_t>(m)])];
+    for (NodeId node : job.placement.rank_nodes) {
+      ApplyUsage(after.nodes[static_cast<size_t>(node)], shapes_[static_cast<size_t>(job.shape)],
+                 -1);
+    }
+  }
+  const Shape& gang_shape = shapes_[static_cast<size_t>(jobs_[static_cast<size_t>(gang)].shape)];
+  const placement::GangDecision g = policy_.PlaceGang(after, gang_shape.request);
+  if (!g.placed ||
+      after.nodes[static_cast<size_t>(g.placement.rank_nodes.front())].domain != plan.domain) {
+    return false;
+  }
+  for (NodeId node : g.placement.rank_nodes) {
+    ApplyUsage(after.nodes[static_cast<size_t>(node)], gang_shape, +1);
+  }
+  // The moved jobs are placed again right after the gang, in plan order (as DefragPass does).
+  for (int m : plan.moves) {
+    const Shape& shape = shapes_[static_cast<size_t>(
+        jobs_[static_cast<size_t>(running[static_cast<size_t>(m)])].shape)];
+    std::vector<NodeId> nodes;
+    if (shape.gang) {
+      placement::GangDecision d = policy_.PlaceGang(after, shape.request);
+      if (!d.placed) {
+        return false;
+      }
+      nodes = std::move(d.placement.rank_nodes);
+    } else {
+      const NodeId node = policy_.PlacePod(after, shape.gpus_per_node);
+      if (node == placement::kNoNode) {
+        return false;
+      }
+      nodes = {node};
+    }
+    for (NodeId node : nodes) {
+      ApplyUsage(after.nodes[static_cast<size_t>(node)], shape, +1);
+    }
+  }
+  return true;
+}
+
+// Mirrors PlanDefragMoves (operator/defrag_executor.cc): waiting gangs in admission (= arrival)
+// order, only those with enough free GPUs in the whole cluster, at most kMaxGangsPlannedPerPass of
+// them per pass, the first plan that frees room is executed. A job being moved is never "in
+// flight" here: it is placed again in the same instant, so that budget rule never binds.
+StatusOr<bool> Run::DefragPass() {
+  constexpr int kMaxGangsPlannedPerPass = 3;  // as in the operator
+  const DefragBudget& budget = options_.defrag;
+  if (!budget.enabled || !any_preemptible_ || waiting_jobs_ == 0) {
+    return false;
+  }
+  std::vector<int> gangs;
+  for (size_t s = 0; s < shapes_.size(); ++s) {
+    if (shapes_[s].gang) {
+      gangs.insert(gangs.end(), queues_[s].begin(), queues_[s].end());
+    }
+  }
+  if (gangs.empty()) {
+    return false;
+  }
+  if (now_ - last_defrag_plan_s_ < budget.min_interval_s) {
+    // The operator looks again when the interval ends (DefragDecision::retry_after).
+    const double at = last_defrag_plan_s_ + budget.min_interval_s;
+    if (defrag_retry_at_s_ != at) {
+      Push(EventType::kDefragRetry, at, 0);
+      defrag_retry_at_s_ = at;
+    }
+    return false;
+  }
+  if (now_ >= defrag_unblock_at_s_) {
+    std::fill(defrag_blocked_.begin(), defrag_blocked_.end(), false);
+    defrag_unblock_at_s_ = INFINITY;
+  }
+  std::sort(gangs.begin(), gangs.end());
+  int free_gpus = 0;
+  for (const placement::Node& n : snapshot_.nodes) {
+    if (n.Schedulable()) {
+      free_gpus += n.FreeGpus();
+    }
+  }
+
+  // The running jobs as the planner sees them (built once, on the first gang planned for). A job
+  // moved within the cooldown is not preemptible for the planner.
+  std::vector<placement::RunningJob> running;
+  std::vector<int> running_index;  // parallel to `running`: job index
+  double cooldown_ends_s = INFINITY;
+  auto collect_running = [&] {
+    for (size_t node = 0; node < node_jobs_.size(); ++node) {
+      for (int j : node_jobs_[node]) {
+        if (jobs_[static_cast<size_t>(j)].placement.rank_nodes.front() ==
+            static_cast<NodeId>(node)) {
+          running_index.push_back(j);
+        }
+      }
+    }
+    std::sort(running_index.begin(), running_index.end());
+    for (int j : running_index) {
+      const Job& job = jobs_[static_cast<size_t>(j)];
+      const Shape& shape = shapes_[static_cast<size_t>(job.shape)];
+      placement::RunningJob r;
+      r.key = std::to_string(j);
+      r.preemptible = shape.preemptible;
+      if (r.preemptible && now_ - job.defrag_moved_at_s < budget.cooldown_s) {
+        r.preemptible = false;
+        cooldown_ends_s = std::min(cooldown_ends_s, job.defrag_moved_at_s + budget.cooldown_s);
+      }
+      for (NodeId node : job.placement.rank_nodes) {
+        r.gpus_on_node.emplace_back(node, shape.gpus_per_node);
+      }
+      running.push_back(std::move(r));
+    }
+  };
+
+  int tried = 0;
+  for (int gang : gangs) {
+    const Shape& shape = shapes_[static_cast<size_t>(jobs_[static_cast<size_t>(gang)].shape)];
+    if (free_gpus < shape.ranks * shape.gpus_per_node) {
+      continue;
+    }
+    if (++tried > kMaxGangsPlannedPerPass) {
+      break;
+    }
+    if (defrag_blocked_[static_cast<size_t>(jobs_[static_cast<size_t>(gang)].shape)]) {
+      continue;  // no plan for this shape since capacity was last freed: the same answer
+    }
+    if (running_index.empty()) {
+      collect_running();
+    }
+    const placement::DefragPlan plan =
+        placement::PlanDefrag(snapshot_, policy_, shape.request, running, budget.max_moves);
+    if (!plan.found || plan.moves.empty() || !DefragPlanFreesRoom(gang, plan, running_index)) {
+      // While the cluster only fills, no plan appears (fewer free GPUs, the same preemptible jobs
+      // or more of them to move); a cooldown ending adds candidates.
+      defrag_blocked_[static_cast<size_t>(jobs_[static_cast<size_t>(gang)].shape)] = true;
+      defrag_unblock_at_s_ = std::min(defrag_unblock_at_s_, cooldown_ends_s);
+      continue;
+    }
+    ++metrics_.defrag_plans;
+    last_defrag_plan_s_ = now_;
+    std::vector<int> moved;
+    for (int m : plan.moves) {
+      moved.push_back(running_index[static_cast<size_t>(m)]);
+    }
+    for (int j : moved) {  // the eviction path: work since the checkpoint lost, requeued
+      Job& job = jobs_[static_cast<size_t>(j)];
+      CloseSegment(job, /*interrupted=*/true);
+      Requeue(j);
+      job.defrag_moved_at_s = now_;
+      ++metrics_.defrag_moves;
+    }
+    StatusOr<bool> started = StartQueued(gang);
+    if (!started.ok()) {
+      return started.status();
+    }
+    if (!*started) {
+      return InternalError(std::string(policy_.Name()) +
+                           ": a defragmentation plan freed room the waiting gang did not get");
+    }
+    for (int j : moved) {
+      started = StartQueued(j);
+      if (!started.ok()) {
+        return started.status();
+      }
+      if (!*started) {
+        return InternalError(std::string(policy_.Name()) +
+                             ": a job moved by defragmentation found no nodes");
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
 Status Run::HandleFailure(int node) {
   ++metrics_.node_failures;
   placement::Node& n = snapshot_.nodes[static_cast<size_t>(node)];
@@ -465,6 +670,7 @@ void Run::HandleRepair(int node) {
   --down_nodes_;
   healthy_gpus_ += n.gpu_capacity;
   std::fill(shape_blocked_.begin(), shape_blocked_.end(), false);
+  std::fill(defrag_blocked_.begin(), defrag_blocked_.end(), false);
   stats_dirty_ = true;
   ScheduleNextOutage(node);
 }
@@ -592,9 +798,21 @@ StatusOr<PolicyMetrics> Run::Execute() {
         case EventType::kFailure:
           NVL72_RETURN_IF_ERROR(HandleFailure(event.subject));
           break;
+        case EventType::kDefragRetry:
+          break;  // the passes below run
       }
     }
-    NVL72_RETURN_IF_ERROR(SchedulePass());
+    // Each plan starts a waiting gang (and places the moved jobs again at once), so this ends.
+    while (true) {
+      NVL72_RETURN_IF_ERROR(SchedulePass());
+      StatusOr<bool> planned = DefragPass();
+      if (!planned.ok()) {
+        return planned.status();
+      }
+      if (!*planned) {
+        break;
+      }
+    }
     RefreshWaitingState();
     clock_.Advance(now_, waiting_jobs_ > 0);
     if (waiting_jobs_ > 0 && running_jobs_ == 0 && down_nodes_ == 0 &&

@@ -14,6 +14,12 @@
 //   work since its last checkpoint; every restart costs restart_minutes. Policies with
 //   RecoversInPlace() get SelectReplacements(); otherwise (or on failure) the job is requeued.
 //   A replacement that needs an eviction requeues the preemptible jobs on that node first.
+// - Defragmentation (options.defrag, the operator's rules, operator/defrag_executor.h): after a
+//   pass, when a waiting gang does not fit although enough GPUs are free in the cluster,
+//   placement::PlanDefrag picks the fewest preemptible jobs to move within the budget; a plan that
+//   frees room (the gang fits in the freed domain and every moved job fits elsewhere at once) is
+//   executed: the moved jobs are stopped like an eviction (work since the checkpoint lost, restart
+//   cost), the gang starts, the moved jobs start on their new nodes.
 // Thread-safety: Simulate() is a pure function of its arguments; concurrent calls are safe when
 // the policies are (they are const).
 #pragma once
@@ -36,6 +42,16 @@ struct ClusterShape {
   int TotalGpus() const { return racks * nodes_per_rack * gpus_per_node; }
 };
 
+// The operator's defragmentation budget (DefragOptions, docs/recovery.md#defragmentation), in
+// simulated time.
+struct DefragBudget {
+  bool enabled = true;         // the runner enables it per policy (see SimConfig::defrag)
+  int max_moves = 2;           // jobs moved per plan (--defrag-max-concurrent-moves)
+  double min_interval_s = 30;  // between two plans (--defrag-min-interval-seconds)
+  // A moved job is not moved again within this (--defrag-cooldown-seconds).
+  double cooldown_s = 600;
+};
+
 struct SimOptions {
   ClusterShape cluster;
   double cross_domain_speed = 0.57;  // 1 - 0.43 (DESIGN.md: NVLink -> InfiniBand throughput loss)
@@ -49,6 +65,8 @@ struct SimOptions {
   // policy may count their nodes toward its spare reserve and evict them to recover a gang
   // (RecoveryDecision::evict). 0: no job is preemptible (the trace says nothing about it).
   int preemptible_max_gpus = 0;
+  // Defragmentation moves only preemptible jobs: nothing while preemptible_max_gpus is 0.
+  DefragBudget defrag;
   uint64_t seed = 1;
 };
 

@@ -243,6 +243,162 @@ TEST(Simulate, BackfillsPastAJobThatDoesNotFit) {
   EXPECT_DOUBLE_EQ(m.wait_mean_s, 33);
 }
 
+// Defragmentation. 2 racks x 16 nodes, no spares; jobs of <= 28 GPUs (7 nodes) preemptible.
+//   rack0         rack1         t=0  X: 9 nodes, 100 s, not preemptible -> rack0
+//   [X x9][A x7]  [Y x9][B x7]  t=0  Y: 9 nodes, 100 s, not preemptible -> rack1
+//                               t=1  A, B: 7 nodes each, 10000 s, preemptible -> rack0, rack1
+// At t=100 X and Y end: 9 free nodes per rack, 18 in all. G (16 nodes, 1000 s) arrives at t=200:
+// 64 GPUs are free but no rack has 16 free nodes. Moving A to rack1 frees rack0: G starts at 200.
+// A ran 199 s: 180 s are checkpointed (every 60 s), 19 s lost; restart 600 s: A ends at
+// 200 + 600 + 9820 = 10620 instead of 10001. Without defragmentation G waits for A until 10001.
+Trace DefragTrace() {
+  return MakeTrace("X,0,100,36\nY,0,100,36\nA,1,10000,28\nB,1,10000,28\nG,200,1000,64\n");
+}
+
+SimOptions DefragOptions(int preemptible_max_gpus) {
+  SimOptions o = Options(2, 16, /*spares=*/0);
+  o.preemptible_max_gpus = preemptible_max_gpus;
+  return o;
+}
+
+TEST(SimulateDefrag, MovesPreemptibleJobsSoThatAWaitingGangStarts) {
+  PolicyMetrics m = RunPolicy(DefragTrace(), "nvl72", DefragOptions(28));
+  EXPECT_EQ(m.defrag_plans, 1);
+  EXPECT_EQ(m.defrag_moves, 1);
+  EXPECT_EQ(m.requeues, 1);                // the eviction path
+  EXPECT_EQ(m.preemptions, 0);             // that counter is for recoveries
+  EXPECT_EQ(m.gang_starts, 6);             // 5 first starts + A again
+  EXPECT_DOUBLE_EQ(m.wait_p99_gang_s, 0);  // G started on arrival
+  EXPECT_NEAR(m.lost_gpu_hours * kHour, 28 * 19, 1e-6);
+  EXPECT_NEAR(m.restart_gpu_hours * kHour, 28 * 600, 1e-6);
+  EXPECT_NEAR(m.makespan_s, 10620, 1e-9);  // the moved job A ends last, later than unmoved
+  EXPECT_DOUBLE_EQ(m.single_domain_ratio, 1);
+  EXPECT_EQ(m.jobs_completed, 5);
+
+  SimOptions off = DefragOptions(28);
+  off.defrag.enabled = false;
+  PolicyMetrics waits = RunPolicy(DefragTrace(), "nvl72", off);
+  EXPECT_EQ(waits.defrag_moves, 0);
+  EXPECT_EQ(waits.requeues, 0);
+  EXPECT_DOUBLE_EQ(waits.wait_p99_gang_s, 10001 - 200);  // G waits for A
+  EXPECT_NEAR(waits.makespan_s, 10001 + 1000, 1e-9);
+  EXPECT_DOUBLE_EQ(m.waiting_hours, 0);  // with the move nobody ever waits
+  EXPECT_NEAR(waits.waiting_hours * kHour, 10001 - 200, 1e-9);
+}
+
+TEST(SimulateDefrag, NeverMovesANonPreemptibleJob) {
+  // A and B (28 GPUs) are not preemptible at 4 or 0 GPUs. The 1-GPU pod P (on a free node from
+  // t=150) is preemptible at 4, so the planner runs, but moving P alone frees no rack: nothing
+  // moves and G waits for A and B.
+  const Trace trace = MakeTrace(
+      "X,0,100,36\nY,0,100,36\nA,1,10000,28\nB,1,10000,28\nP,150,100000,1\nG,200,1000,64\n");
+  for (int preemptible_max_gpus : {0, 4}) {
+    SCOPED_TRACE(preemptible_max_gpus);
+    PolicyMetrics m = RunPolicy(trace, "nvl72", DefragOptions(preemptible_max_gpus));
+    EXPECT_EQ(m.defrag_plans, 0);
+    EXPECT_EQ(m.defrag_moves, 0);
+    EXPECT_EQ(m.requeues, 0);
+    EXPECT_DOUBLE_EQ(m.wait_p99_gang_s, 10001 - 200);
+  }
+}
+
+// 2 racks x 16 nodes; jobs of <= 16 GPUs (4 nodes) preemptible.
+//   rack0                rack1          t=0 X: 8 nodes, 100 s; P, Q: 4 nodes each, preemptible
+//   [X x8][P x4][Q x4]   [Y x8][Z x8]   t=0 Y: 8 nodes, 10000 s; Z: 8 nodes, 100 s
+// At t=200 G (16 nodes) waits with 16 nodes free (8 per rack): rack0 is freed only by moving both
+// P and Q (to rack1's 8 free nodes).
+TEST(SimulateDefrag, MaxMovesPerPlanIsABudget) {
+  const Trace trace = MakeTrace(
+      "X,0,100,32\nP,0,10000,16\nQ,0,10000,16\nY,0,10000,32\nZ,0,100,32\nG,200,1000,64\n");
+  PolicyMetrics two = RunPolicy(trace, "nvl72", DefragOptions(16));
+  EXPECT_EQ(two.defrag_plans, 1);
+  EXPECT_EQ(two.defrag_moves, 2);
+  EXPECT_DOUBLE_EQ(two.wait_p99_gang_s, 0);
+
+  SimOptions one = DefragOptions(16);
+  one.defrag.max_moves = 1;
+  PolicyMetrics m = RunPolicy(trace, "nvl72", one);
+  EXPECT_EQ(m.defrag_moves, 0);
+  EXPECT_DOUBLE_EQ(m.wait_p99_gang_s, 10000 - 200);  // until P, Q and Y end
+}
+
+// 4 racks x 16 nodes; jobs of <= 24 GPUs (6 nodes) preemptible.
+//   rack0         rack1         rack2         rack3       X, Y: 10 nodes, end at 100
+//   [X x10][A x6] [Y x10][B x6] [R x9][7 free] [S x9][7 free]   A, B preemptible, R, S long
+// G1 and G2 (16 nodes each) arrive at t=200. G1: move A to rack2, G1 takes rack0. G2: move B to
+// rack3 -- but not before the minimum interval since the first plan has passed.
+TEST(SimulateDefrag, MinimumIntervalBetweenPlans) {
+  const Trace trace = MakeTrace(
+      "X,0,100,40\nY,0,100,40\nR,0,10000,36\nS,0,10000,36\nA,0,10000,24\nB,0,10000,24\n"
+      "G1,200,10000,64\nG2,200,10000,64\n");
+  for (double interval : {0.0, 30.0, 100.0}) {
+    SCOPED_TRACE(interval);
+    SimOptions o = DefragOptions(24);
+    o.cluster.racks = 4;
+    o.defrag.min_interval_s = interval;
+    PolicyMetrics m = RunPolicy(trace, "nvl72", o);
+    EXPECT_EQ(m.defrag_plans, 2);
+    EXPECT_EQ(m.defrag_moves, 2);
+    // G2 starts when the interval ends (the operator's retry_after), not at the next event.
+    EXPECT_DOUBLE_EQ(m.wait_p99_gang_s, interval);
+    EXPECT_DOUBLE_EQ(m.single_domain_ratio, 1);
+  }
+}
+
+// 3 racks x 16 nodes; jobs of <= 24 GPUs (6 nodes) preemptible; all start at t=0.
+//   rack0          rack1         rack2         X ends at 100, B at 150, C at 300, E at 305;
+//   [X x10][A x6]  [B x9][C x7]  [D x9][E x7]  D long; A (preemptible) 1000 s
+// t=200 G1 (16 nodes): A moves to rack1 (rack2 is full), G1 takes rack0.
+// t=310 G2 (16 nodes): rack1 holds only A, rack2 has 7 free nodes: moving A again frees rack1.
+// A ran 200 s (180 s saved) and restarted at 200 (+600 s): it ends at 800 + 820 = 1620.
+TEST(SimulateDefrag, AMovedJobIsNotMovedAgainWithinTheCooldown) {
+  const Trace trace = MakeTrace(
+      "X,0,100,40\nB,0,150,36\nD,0,100000,36\nC,0,300,28\nE,0,305,28\nA,0,1000,24\n"
+      "G1,200,100000,64\nG2,310,100,64\n");
+  SimOptions o = DefragOptions(24);
+  o.cluster.racks = 3;
+  o.defrag.cooldown_s = 0;
+  PolicyMetrics no_cooldown = RunPolicy(trace, "nvl72", o);
+  EXPECT_EQ(no_cooldown.defrag_plans, 2);
+  EXPECT_EQ(no_cooldown.defrag_moves, 2);  // A twice
+  EXPECT_DOUBLE_EQ(no_cooldown.wait_p99_gang_s, 0);
+
+  // Cooldown 600 s: A may move again from t=800 on; the next pass after that runs at t=1000 (A's
+  // superseded completion event), so G2 starts then, not at 310.
+  o.defrag.cooldown_s = 600;
+  PolicyMetrics m = RunPolicy(trace, "nvl72", o);
+  EXPECT_EQ(m.defrag_moves, 2);
+  EXPECT_GE(m.wait_p99_gang_s, 800 - 310);
+  EXPECT_DOUBLE_EQ(m.wait_p99_gang_s, 1000 - 310);
+
+  // A cooldown longer than A's life: A moves once, G2 waits until A ends.
+  o.defrag.cooldown_s = 100000;
+  PolicyMetrics once = RunPolicy(trace, "nvl72", o);
+  EXPECT_EQ(once.defrag_plans, 1);
+  EXPECT_EQ(once.defrag_moves, 1);
+  EXPECT_DOUBLE_EQ(once.wait_p99_gang_s, 1620 - 310);
+}
+
+// --defrag on: only the operator's policy defragments; all: every policy.
+TEST(RunSimulation, DefragScopeOnIsTheOperatorPolicyOnly) {
+  SimConfig c;
+  c.options = DefragOptions(28);
+  c.policies = {"nvl72", "domain-best-fit"};
+  StatusOr<RunReport> on = RunSimulationOnTrace(c, DefragTrace());
+  c.defrag = DefragScope::kAll;
+  StatusOr<RunReport> all = RunSimulationOnTrace(c, DefragTrace());
+  c.defrag = DefragScope::kOff;
+  StatusOr<RunReport> off = RunSimulationOnTrace(c, DefragTrace());
+  ASSERT_TRUE(on.ok() && all.ok() && off.ok());
+  EXPECT_EQ(on->results[0].defrag_moves, 1);
+  EXPECT_EQ(on->results[1].defrag_moves, 0);
+  EXPECT_EQ(all->results[0].defrag_moves, 1);
+  EXPECT_EQ(all->results[1].defrag_moves, 1);
+  EXPECT_EQ(off->results[0].defrag_moves, 0);
+  EXPECT_EQ(ReportToJson(*on)["config"]["defrag"], "on");
+  EXPECT_EQ(ReportToJson(*on)["policies"]["nvl72"]["defrag_moves"], 1);
+}
+
 TEST(SegmentSizeFor, WholeGangWhenItFitsARackElseBalancedSegments) {
   const ClusterShape nvl72{8, 18, 4};
   EXPECT_EQ(SegmentSizeFor(16, nvl72, 2), 0);

@@ -187,6 +187,48 @@ std::vector<Flag> MakeFlags(SimConfig& c) {
                      o.preemptible_max_gpus = x;
                      return Status::Ok();
                    }});
+  flags.push_back(
+      {"defrag", "on|off|all",
+       "Defragmentation with placement::PlanDefrag under the operator's rules: when a gang waits "
+       "although enough GPUs are free, move the fewest preemptible jobs (they lose the work since "
+       "their checkpoint and pay the restart cost) so that one rack has room. on: the nvl72 "
+       "policy only, like the operator (the baselines have none); all: every policy; off. Needs "
+       "--preemptible-max-gpus > 0 to move anything. Default " +
+           std::string(DefragScopeName(SimConfig{}.defrag)) + ".",
+       [&c](std::string_view v) {
+         if (v == "on") {
+           c.defrag = DefragScope::kOurs;
+         } else if (v == "off") {
+           c.defrag = DefragScope::kOff;
+         } else if (v == "all") {
+           c.defrag = DefragScope::kAll;
+         } else {
+           return BadValue("defrag", v, "on, off or all");
+         }
+         return Status::Ok();
+       }});
+  flags.push_back({"defrag-max-concurrent-moves", "N",
+                   "Jobs moved per defragmentation plan at most. Default " +
+                       std::to_string(d.defrag.max_moves) + " (the operator's default).",
+                   [&o](std::string_view v) {
+                     int x = 0;
+                     if (!ParseInt(v, x) || x < 1) {
+                       return BadValue("defrag-max-concurrent-moves", v, "a positive integer");
+                     }
+                     o.defrag.max_moves = x;
+                     return Status::Ok();
+                   }});
+  flags.push_back(
+      {"defrag-min-interval-seconds", "S",
+       "Simulated seconds between two defragmentation plans at least. Default " +
+           fmt(d.defrag.min_interval_s) + " (the operator's default).",
+       number("defrag-min-interval-seconds", o.defrag.min_interval_s, 0, true, "a number >= 0")});
+  flags.push_back(
+      {"defrag-cooldown-seconds", "S",
+       "A job moved by defragmentation is not moved again within S simulated seconds. "
+       "Default " +
+           fmt(d.defrag.cooldown_s) + " (the operator's default).",
+       number("defrag-cooldown-seconds", o.defrag.cooldown_s, 0, true, "a number >= 0")});
   flags.push_back({"max-jobs", "N", "Replay only the first N jobs in arrival order. Default: all.",
                    positive_int("max-jobs", c.max_jobs)});
   flags.push_back(
@@ -202,6 +244,18 @@ std::vector<Flag> MakeFlags(SimConfig& c) {
 }
 
 }  // namespace
+
+std::string_view DefragScopeName(DefragScope scope) {
+  switch (scope) {
+    case DefragScope::kOff:
+      return "off";
+    case DefragScope::kOurs:
+      return "on";
+    case DefragScope::kAll:
+      return "all";
+  }
+  return "?";
+}
 
 StatusOr<SimConfig> ParseFlags(std::span<const std::string_view> args) {
   SimConfig config;

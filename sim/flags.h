@@ -14,14 +14,22 @@
 
 namespace nvl72::sim {
 
+// Which policies defragment (--defrag). kOurs: only the policy the operator runs
+// (placement::PolicyNames().front(), nvl72): the baselines users would otherwise run (Kueue- or
+// Volcano-like placement) have no defragmentation, the operator has it. kAll: every policy, to
+// separate the effect of the placement from that of the defragmentation.
+enum class DefragScope { kOff, kOurs, kAll };
+std::string_view DefragScopeName(DefragScope scope);  // "off", "on", "all"
+
 struct SimConfig {
-  std::string trace_path;             // --trace (required)
-  SimOptions options;                 // cluster, speed, failure model, spares, seed
-  double load = 1.0;                  // --load: submission times are divided by it
-  int max_jobs = 0;                   // --max-jobs: 0 = all
-  std::vector<std::string> policies;  // --policies: empty = placement::PolicyNames()
-  bool json = false;                  // --json
-  bool help = false;                  // --help
+  std::string trace_path;  // --trace (required)
+  SimOptions options;      // cluster, speed, failure model, spares, seed, defrag budget
+  DefragScope defrag = DefragScope::kOurs;  // --defrag; sets options.defrag.enabled per policy
+  double load = 1.0;                        // --load: submission times are divided by it
+  int max_jobs = 0;                         // --max-jobs: 0 = all
+  std::vector<std::string> policies;        // --policies: empty = placement::PolicyNames()
+  bool json = false;                        // --json
+  bool help = false;                        // --help
 };
 
 // `args` excludes the program name.

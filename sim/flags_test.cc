@@ -20,6 +20,10 @@ TEST(ParseFlags, DefaultsAndOverrides) {
   EXPECT_DOUBLE_EQ(c->load, 1.0);
   EXPECT_TRUE(c->policies.empty());
   EXPECT_FALSE(c->json);
+  EXPECT_EQ(c->defrag, DefragScope::kOurs);  // like the operator: on
+  EXPECT_EQ(c->options.defrag.max_moves, 2);
+  EXPECT_DOUBLE_EQ(c->options.defrag.min_interval_s, 30);
+  EXPECT_DOUBLE_EQ(c->options.defrag.cooldown_s, 600);
 
   c = Parse({"--trace=t.csv",
              "--racks",
@@ -49,6 +53,13 @@ TEST(ParseFlags, DefaultsAndOverrides) {
              "1",
              "--max-jobs",
              "10",
+             "--defrag",
+             "all",
+             "--defrag-max-concurrent-moves",
+             "3",
+             "--defrag-min-interval-seconds=0",
+             "--defrag-cooldown-seconds",
+             "60.5",
              "--json"});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->options.cluster.racks, 3);
@@ -66,6 +77,13 @@ TEST(ParseFlags, DefaultsAndOverrides) {
   EXPECT_DOUBLE_EQ(c->options.cross_domain_speed, 1);
   EXPECT_EQ(c->max_jobs, 10);
   EXPECT_TRUE(c->json);
+  EXPECT_EQ(c->defrag, DefragScope::kAll);
+  EXPECT_EQ(c->options.defrag.max_moves, 3);
+  EXPECT_DOUBLE_EQ(c->options.defrag.min_interval_s, 0);
+  EXPECT_DOUBLE_EQ(c->options.defrag.cooldown_s, 60.5);
+  c = Parse({"--trace", "t", "--defrag", "off"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->defrag, DefragScope::kOff);
 }
 
 TEST(ParseFlags, HelpNeedsNoTrace) {
@@ -89,6 +107,10 @@ TEST(ParseFlags, BadValuesNameTheFlag) {
       {{"--trace", "t", "--seed", "-3"}, "--seed"},
       {{"--trace", "t", "--preemptible-max-gpus", "-1"}, "--preemptible-max-gpus"},
       {{"--trace", "t", "--policies", "a,,b"}, "--policies"},
+      {{"--trace", "t", "--defrag", "yes"}, "--defrag: expected on, off or all"},
+      {{"--trace", "t", "--defrag-max-concurrent-moves", "0"}, "--defrag-max-concurrent-moves"},
+      {{"--trace", "t", "--defrag-min-interval-seconds", "-1"}, "--defrag-min-interval-seconds"},
+      {{"--trace", "t", "--defrag-cooldown-seconds", "x"}, "--defrag-cooldown-seconds"},
       {{"--trace", "t", "--racks"}, "--racks needs a value"},
       {{"--trace", "t", "--json=1"}, "--json takes no value"},
       {{"--trace", "t", "--bogus", "1"}, "unknown flag --bogus"},
@@ -111,16 +133,35 @@ TEST(HelpText, DocumentsEveryFlagWithItsDefault) {
     if (c == ' ' && !help.empty() && help.back() == ' ') continue;
     help += c;
   }
-  for (const char* flag :
-       {"--trace", "--racks", "--nodes-per-rack", "--gpus-per-node", "--policies", "--spares",
-        "--spare-reserve", "--load", "--seed", "--mtbf-hours", "--repair-hours",
-        "--checkpoint-minutes", "--restart-minutes", "--cross-domain-speed",
-        "--preemptible-max-gpus", "--max-jobs", "--json", "--help"}) {
+  for (const char* flag : {"--trace",
+                           "--racks",
+                           "--nodes-per-rack",
+                           "--gpus-per-node",
+                           "--policies",
+                           "--spares",
+                           "--spare-reserve",
+                           "--load",
+                           "--seed",
+                           "--mtbf-hours",
+                           "--repair-hours",
+                           "--checkpoint-minutes",
+                           "--restart-minutes",
+                           "--cross-domain-speed",
+                           "--preemptible-max-gpus",
+                           "--defrag",
+                           "--defrag-max-concurrent-moves",
+                           "--defrag-min-interval-seconds",
+                           "--defrag-cooldown-seconds",
+                           "--max-jobs",
+                           "--json",
+                           "--help"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
   EXPECT_NE(help.find("Default 0.57"), std::string::npos);
   EXPECT_NE(help.find("Default 12669"), std::string::npos);
   EXPECT_NE(help.find("Default soft"), std::string::npos);
+  EXPECT_NE(help.find("Default on."), std::string::npos);
+  EXPECT_NE(help.find("Default 600"), std::string::npos);
 }
 
 }  // namespace

@@ -47,8 +47,10 @@ struct PolicyMetrics {
   int64_t job_interruptions = 0;  // jobs hit by a failure (pods + gangs)
   int64_t gang_failures = 0;
   int64_t gang_recovered_in_place = 0;
-  int64_t requeues = 0;     // jobs stopped and put back into the queue
-  int64_t preemptions = 0;  // preemptible jobs evicted to make room for a recovery
+  int64_t requeues = 0;      // jobs stopped and put back into the queue
+  int64_t preemptions = 0;   // preemptible jobs evicted to make room for a recovery
+  int64_t defrag_plans = 0;  // defragmentation plans executed (each starts one waiting gang)
+  int64_t defrag_moves = 0;  // preemptible jobs stopped and placed elsewhere by those plans
 
   // The integrals behind the ratios, in GPU-hours / hours.
   double waiting_hours = 0;  // time with at least one job waiting

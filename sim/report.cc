@@ -36,6 +36,8 @@ nlohmann::json MetricsToJson(const PolicyMetrics& m) {
       {"gang_recovered_in_place", m.gang_recovered_in_place},
       {"requeues", m.requeues},
       {"preemptions", m.preemptions},
+      {"defrag_plans", m.defrag_plans},
+      {"defrag_moves", m.defrag_moves},
       {"waiting_hours", m.waiting_hours},
       {"healthy_gpu_hours_waiting", m.healthy_gpu_hours_waiting},
       {"useful_gpu_hours_waiting", m.useful_gpu_hours_waiting},
@@ -88,6 +90,10 @@ nlohmann::json ReportToJson(const RunReport& report) {
       {"restart_minutes", o.restart_minutes},
       {"cross_domain_speed", o.cross_domain_speed},
       {"preemptible_max_gpus", o.preemptible_max_gpus},
+      {"defrag", DefragScopeName(c.defrag)},
+      {"defrag_max_concurrent_moves", o.defrag.max_moves},
+      {"defrag_min_interval_s", o.defrag.min_interval_s},
+      {"defrag_cooldown_s", o.defrag.cooldown_s},
   };
   return nlohmann::json{{"policies", policies}, {"config", config}};
 }
@@ -105,7 +111,11 @@ std::string FormatTable(const RunReport& report) {
       << " reserve); cross-domain speed " << Fixed(o.cross_domain_speed, 2) << "\n"
       << "failures: MTBF " << Fixed(o.mtbf_hours, 0) << " h/node, repair "
       << Fixed(o.repair_hours, 1) << " h, checkpoint " << Fixed(o.checkpoint_minutes, 0)
-      << " min, restart " << Fixed(o.restart_minutes, 0) << " min, seed " << o.seed << "\n\n";
+      << " min, restart " << Fixed(o.restart_minutes, 0) << " min, seed " << o.seed << "\n"
+      << "preemptible: jobs of <= " << o.preemptible_max_gpus << " GPUs; defrag "
+      << DefragScopeName(c.defrag) << " (<= " << o.defrag.max_moves << " moves per plan, "
+      << Fixed(o.defrag.min_interval_s, 0) << " s between plans, cooldown "
+      << Fixed(o.defrag.cooldown_s, 0) << " s)\n\n";
   const PolicyMetrics* spread = nullptr;
   for (const PolicyMetrics& m : report.results) {
     if (m.policy == "spread") {
@@ -113,9 +123,10 @@ std::string FormatTable(const RunReport& report) {
     }
   }
   const std::vector<std::pair<std::string, size_t>> columns = {
-      {"policy", 16},     {"usable", 8},       {"vs spread", 10},  {"wait mean h", 12},
-      {"wait p99 h", 11}, {"1-domain", 9},     {"in-place", 9},    {"stranded", 9},
-      {"makespan d", 11}, {"gang starts", 12}, {"gang fails", 11}, {"never placed", 13}};
+      {"policy", 16},      {"usable", 8},       {"vs spread", 10},  {"wait mean h", 12},
+      {"wait p99 h", 11},  {"1-domain", 9},     {"in-place", 9},    {"stranded", 9},
+      {"makespan d", 11},  {"gang starts", 12}, {"gang fails", 11}, {"defrag moves", 13},
+      {"never placed", 13}};
   for (const auto& [name, width] : columns) {
     out << Pad(name, width);
   }
@@ -138,6 +149,7 @@ std::string FormatTable(const RunReport& report) {
                                             Fixed(m.makespan_s / 86400, 2),
                                             std::to_string(m.gang_starts),
                                             std::to_string(m.gang_failures),
+                                            std::to_string(m.defrag_moves),
                                             std::to_string(m.jobs_never_placed)};
     for (size_t i = 0; i < cells.size(); ++i) {
       out << Pad(cells[i], columns[i].second);

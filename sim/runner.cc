@@ -49,8 +49,12 @@ StatusOr<RunReport> RunSimulationOnTrace(const SimConfig& config, Trace trace) {
   for (const TraceJob& job : trace.jobs) {
     report.offered_gpu_hours += job.duration_s * job.gpus / 3600.0;
   }
+  const std::string ours = placement::PolicyNames().front();  // the policy the operator runs
   for (const auto& policy : policies) {
-    StatusOr<PolicyMetrics> metrics = Simulate(trace, *policy, config.options);
+    SimOptions options = config.options;
+    options.defrag.enabled = config.defrag == DefragScope::kAll ||
+                             (config.defrag == DefragScope::kOurs && policy->Name() == ours);
+    StatusOr<PolicyMetrics> metrics = Simulate(trace, *policy, options);
     if (!metrics.ok()) {
       return metrics.status();
     }
