@@ -46,6 +46,24 @@ TEST(DefragTest, OneMoveFreesARack) {
   EXPECT_EQ(plan.domain, 1);
 }
 
+// The moved jobs are admitted gangs: their nodes are gang_reserved and their GPUs reclaimable (as
+// model::ClusterState marks preemptible gangs). Moving one frees those nodes for the waiting gang.
+TEST(DefragTest, MovingAGangFreesItsReservedNodes) {
+  TwoRacks t(true, true);
+  for (const RunningJob& j : t.jobs) {
+    for (const auto& [node, gpus] : j.gpus_on_node) {
+      t.s.nodes[static_cast<size_t>(node)].gang_reserved = true;
+      t.s.nodes[static_cast<size_t>(node)].gpu_reclaimable = gpus;
+    }
+  }
+  auto p = MakePolicy("nvl72", {2});
+  ASSERT_FALSE(p->PlaceGang(t.s, Sixteen()).placed);
+  DefragPlan plan = PlanDefrag(t.s, *p, Sixteen(), t.jobs, 2);
+  ASSERT_TRUE(plan.found) << plan.reason;
+  ASSERT_EQ(plan.moves.size(), 1u);
+  EXPECT_EQ(plan.moves[0], 1) << "fewest GPUs moved";
+}
+
 TEST(DefragTest, NeverMovesNonPreemptible) {
   TwoRacks t(true, false);
   auto p = MakePolicy("nvl72", {2});
