@@ -32,9 +32,10 @@
 #  3. kube-apiserver restarted (scripts/local-cluster restart-apiserver) right after a single
 #     `kubectl apply` of 12 Required jobs (8 x 4 ranks, 3 x 8 ranks, 1 x 17 ranks): within the bound
 #     every fitting job is Running with one Running pod per rank on its planned node and the 17-rank
-#     job waits (Admitted False, reason Waiting, "needs 17 nodes" in the message) with no placement
-#     and no pod; no node holds two ranks, no duplicate pods; operator, extender and kube-scheduler
-#     still alive and ready.
+#     job waits (Admitted False, reason Waiting, "needs 17 nodes" in the message; within 15 s the
+#     message names the real largest free block) with no placement and no pod; no node holds two
+#     ranks (bound or planned), no duplicate pods; operator, extender and kube-scheduler still alive
+#     and ready. How far the burst had got when the restart began is printed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -318,6 +319,20 @@ if wait_until 30 huge_waits; then
   ok "huge (17 ranks) waits: $(jobj huge | jq -r '.status.conditions[] | select(.type == "Admitted") | .message')"
 else
   fail "huge: Admitted '$(cond huge Admitted)', $(jobj huge | jq -c '.status.conditions')"
+fi
+# The wait reason follows the cluster: once everything else runs it names the real largest free
+# block (whole-node ranks, 2 spares held back per rack: 16 - used nodes), at the latest after the
+# 5 s admission resync.
+largest=$(for r in 0 1 2 3; do pods_of | awk -v r="rack$r-" 'index($3, r) == 1' | wc -l; done |
+  awk 'BEGIN {m = 0} {f = 16 - $1; if (f > m) m = f} END {print m}')
+huge_reason_current() {
+  jobj huge | jq -e --arg m "largest free block is $largest nodes" \
+    '.status.conditions[] | select(.type == "Admitted") | .message | contains($m)' >/dev/null
+}
+if wait_until 15 huge_reason_current; then
+  ok "huge's wait reason is current: largest free block $largest nodes"
+else
+  fail "huge's wait reason is stale (largest free block is $largest nodes now): $(jobj huge | jq -r '.status.conditions[] | select(.type == "Admitted") | .message')"
 fi
 [[ -z $(placed_nodes huge) && -z $(pods_of huge) ]] && ok "huge has no placement and no pod" ||
   fail "huge has a placement ($(placed_nodes huge | wc -l) ranks) or pods ($(pods_of huge | wc -l))"
