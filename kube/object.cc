@@ -323,11 +323,6 @@ void DropManagedFields(Json& obj) {
   auto md = obj.find("metadata");
   if (md == obj.end() || !md->is_object()) return;
   md->erase("managedFields");
-  auto ann = md->find("annotations");
-  if (ann != md->end() && ann->is_object()) {
-    ann->erase("kubectl.kubernetes.io/last-applied-configuration");
-    if (ann->empty()) md->erase(ann);
-  }
 }
 
 }  // namespace nvl72::kube

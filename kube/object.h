@@ -23,9 +23,10 @@ std::string Uid(const Json& obj);
 std::string ResourceVersion(const Json& obj);
 int64_t Generation(const Json& obj);
 bool IsBeingDeleted(const Json& obj);  // metadata.deletionTimestamp is set
-// Removes metadata.managedFields (server-side apply bookkeeping, often ~40% of an object) and the
-// kubectl.kubernetes.io/last-applied-configuration annotation (a copy of the object). No-op on
-// objects without them. A kube::ObjectTransform for informers.
+// Removes metadata.managedFields (server-side apply bookkeeping, often ~40% of an object). No-op on
+// objects without it. A kube::ObjectTransform for informers. An object written back with Update
+// keeps its managedFields on the server (omitted = unchanged); annotations are left alone, so an
+// update never loses kubectl's last-applied-configuration.
 void DropManagedFields(Json& obj);
 std::map<std::string, std::string> Labels(const Json& obj);
 std::map<std::string, std::string> Annotations(const Json& obj);

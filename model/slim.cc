@@ -3,6 +3,9 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "model/names.h"
+#include "model/cluster_state.h"
+
 namespace nvl72::model {
 namespace {
 
@@ -18,33 +21,115 @@ void KeepOnly(Json& obj, std::initializer_list<std::string_view> keep) {
   }
 }
 
-void SlimContainers(Json& spec, const char* field) {
+// Annotations: only ours ("nvl72.dev/..."); others (tooling, sidecar injectors) can be large.
+void KeepOwnAnnotations(Json& obj) {
+  auto md = obj.find("metadata");
+  if (md == obj.end() || !md->is_object()) return;
+  auto ann = md->find("annotations");
+  if (ann == md->end() || !ann->is_object()) return;
+  for (auto it = ann->begin(); it != ann->end();) {
+    std::string_view k = it.key();
+    const bool ours = k.size() > kGroup.size() && k.substr(0, kGroup.size()) == kGroup &&
+                      k[kGroup.size()] == '/';
+    it = ours ? std::next(it) : ann->erase(it);
+  }
+  if (ann->empty()) md->erase(ann);
+}
+
+// Pod labels: only ours (the job / rank / preemptible labels); node labels: the domain labels.
+void KeepLabels(Json& obj, const ClusterOptions* node_options) {
+  auto md = obj.find("metadata");
+  if (md == obj.end() || !md->is_object()) return;
+  auto labels = md->find("labels");
+  if (labels == md->end() || !labels->is_object()) return;
+  for (auto it = labels->begin(); it != labels->end();) {
+    std::string_view k = it.key();
+    bool keep;
+    if (node_options != nullptr) {
+      keep = k == node_options->domain_label ||
+             (!node_options->domain_label_fallback.empty() && k == node_options->domain_label_fallback);
+    } else {
+      keep = k.size() > kGroup.size() && k.substr(0, kGroup.size()) == kGroup && k[kGroup.size()] == '/';
+    }
+    it = keep ? std::next(it) : labels->erase(it);
+  }
+  if (labels->empty()) md->erase(labels);
+}
+
+// A resource list ({"cpu": ..., "nvidia.com/gpu": ...}): only `resource`.
+void KeepResource(Json& list, std::string_view resource) {
+  if (!list.is_object()) return;
+  for (auto it = list.begin(); it != list.end();) it = it.key() == resource ? std::next(it) : list.erase(it);
+}
+
+// Conditions: only those of type `type`.
+void KeepConditions(Json& status, std::string_view type) {
+  auto it = status.find("conditions");
+  if (it == status.end() || !it->is_array()) return;
+  Json kept = Json::array();
+  for (Json& c : *it) {
+    if (c.is_object() && c.value("type", "") == type) kept.push_back(std::move(c));
+  }
+  if (kept.empty()) {
+    status.erase(it);
+  } else {
+    *it = std::move(kept);
+  }
+}
+
+void SlimContainers(Json& spec, const char* field, std::string_view gpu_resource) {
   auto it = spec.find(field);
   if (it == spec.end() || !it->is_array()) return;
-  for (Json& c : *it) KeepOnly(c, {"name", "resources", "restartPolicy"});
+  for (Json& c : *it) {
+    KeepOnly(c, {"name", "resources", "restartPolicy"});
+    if (!c.is_object()) continue;
+    auto res = c.find("resources");
+    if (res == c.end() || !res->is_object()) continue;
+    KeepOnly(*res, {"requests", "limits"});
+    for (auto& [k, list] : res->items()) KeepResource(list, gpu_resource);
+  }
+}
+
+// Metadata an informer and our code need; the rest (generateName, ownerReferences, timestamps,
+// finalizers) is never read from a cached pod or node.
+void SlimMetadata(Json& obj) {
+  auto md = obj.find("metadata");
+  if (md == obj.end()) return;
+  KeepOnly(*md, {"name", "namespace", "uid", "resourceVersion", "labels", "annotations",
+                 "deletionTimestamp", "deletionGracePeriodSeconds"});
 }
 
 }  // namespace
 
-void SlimPod(Json& pod) {
+void SlimPod(Json& pod, const ClusterOptions& options) {
   if (!pod.is_object()) return;
+  KeepOnly(pod, {"metadata", "spec", "status"});
+  SlimMetadata(pod);
+  KeepLabels(pod, nullptr);
+  KeepOwnAnnotations(pod);
   if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
-    KeepOnly(*spec, {"nodeName", "schedulerName", "priority", "priorityClassName", "preemptionPolicy",
-                     "terminationGracePeriodSeconds", "overhead", "nodeSelector", "tolerations",
+    KeepOnly(*spec, {"nodeName", "schedulerName", "priority", "terminationGracePeriodSeconds",
                      "containers", "initContainers"});
-    SlimContainers(*spec, "containers");
-    SlimContainers(*spec, "initContainers");
+    SlimContainers(*spec, "containers", options.gpu_resource);
+    SlimContainers(*spec, "initContainers", options.gpu_resource);
   }
-  if (auto status = pod.find("status"); status != pod.end()) {
-    KeepOnly(*status, {"phase", "reason", "message", "nominatedNodeName", "conditions", "startTime"});
+  if (auto status = pod.find("status"); status != pod.end() && status->is_object()) {
+    KeepOnly(*status, {"phase", "reason", "nominatedNodeName", "conditions"});
+    KeepConditions(*status, "DisruptionTarget");
   }
 }
 
-void SlimNode(Json& node) {
+void SlimNode(Json& node, const ClusterOptions& options) {
   if (!node.is_object()) return;
+  KeepOnly(node, {"metadata", "spec", "status"});
+  SlimMetadata(node);
+  KeepLabels(node, &options);
+  KeepOwnAnnotations(node);
   if (auto spec = node.find("spec"); spec != node.end()) KeepOnly(*spec, {"unschedulable", "taints"});
-  if (auto status = node.find("status"); status != node.end()) {
-    KeepOnly(*status, {"capacity", "allocatable", "conditions"});
+  if (auto status = node.find("status"); status != node.end() && status->is_object()) {
+    KeepOnly(*status, {"allocatable", "conditions"});
+    if (auto a = status->find("allocatable"); a != status->end()) KeepResource(*a, options.gpu_resource);
+    KeepConditions(*status, "Ready");
   }
 }
 

@@ -1,25 +1,29 @@
 // Slimmed copies of Pods and Nodes for the informer caches of the operator and the extender.
 //
 // An object as the API server sends it is mostly fields no placement decision reads: managedFields,
-// container images, commands, env, volumes, probes, node images and system info. In nlohmann::json a
-// 3.7 kB pod takes ~26 kB of heap, so 20,000 cached pods cost ~0.5 GB; slimmed they cost a few
-// kB each. Each function keeps what model::ClusterState, the operator and the extender read
-// (docs/architecture.md, "What the caches keep"). Metadata is left alone: compose with
-// kube::DropManagedFields for the informers' kube::ObjectTransform.
+// container images, commands, env, volumes, probes, other labels, node images and system info. In
+// nlohmann::json a 3.8 kB pod takes ~26 kB of heap, so 20,000 cached pods cost ~0.5 GB. Each
+// function keeps only what model::ClusterState, the operator and the extender read (docs/
+// architecture.md, "The caches keep slim objects"); it is a kube::ObjectTransform once bound to the
+// options. Adding a read of another field of a cached pod or node means adding it here.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include "model/cluster_state.h"
+
 namespace nvl72::model {
 
-// Keeps: metadata; spec.nodeName,
-// schedulerName, priority, priorityClassName, preemptionPolicy, terminationGracePeriodSeconds,
-// overhead, nodeSelector, tolerations; of each container and init container only name, resources
-// and restartPolicy; status.phase, reason, message, nominatedNodeName, conditions, startTime.
-void SlimPod(nlohmann::json& pod);
+// Keeps metadata.name, namespace, uid, resourceVersion, deletionTimestamp,
+// deletionGracePeriodSeconds, the nvl72.dev/ labels and annotations; spec.nodeName,
+// schedulerName, priority, terminationGracePeriodSeconds; of each container and init container
+// name, restartPolicy and the requests / limits of `options.gpu_resource`; status.phase, reason,
+// nominatedNodeName and the DisruptionTarget condition. Pods are never written back from a cache.
+void SlimPod(nlohmann::json& pod, const ClusterOptions& options);
 
-// Keeps: metadata; spec.unschedulable, taints;
-// status.capacity, allocatable, conditions.
-void SlimNode(nlohmann::json& node);
+// Keeps metadata.name, uid, resourceVersion, deletionTimestamp, the domain labels of `options`
+// and the nvl72.dev/ annotations; spec.unschedulable, taints; status.allocatable of
+// `options.gpu_resource` and the Ready condition.
+void SlimNode(nlohmann::json& node, const ClusterOptions& options);
 
 }  // namespace nvl72::model

@@ -77,48 +77,56 @@ Json FullNode(const std::string& name, const std::string& clique, bool ready, bo
   return n;
 }
 
+ClusterOptions Options() {
+  ClusterOptions o;
+  o.domain_label_fallback = "example.com/rack";
+  return o;
+}
+
 TEST(SlimTest, PodKeepsWhatPlacementReadsAndDropsTheRest) {
   const Json full = FullPod("moe-3", "a0", 4, "Failed");
   Json slim = full;
-  SlimPod(slim);
-  EXPECT_EQ(slim["metadata"], full["metadata"]) << "metadata is the caller's (DropManagedFields)";
-  for (const char* k : {"nodeName", "schedulerName", "priority", "terminationGracePeriodSeconds",
-                        "tolerations"}) {
-    EXPECT_EQ(slim["spec"][k], full["spec"][k]) << k;
-  }
-  for (const char* k : {"affinity", "volumes", "restartPolicy", "dnsPolicy", "serviceAccountName"}) {
-    EXPECT_FALSE(slim["spec"].contains(k)) << k;
-  }
-  EXPECT_EQ(slim["spec"]["containers"],
-            Json::parse(R"([{"name": "trainer", "resources": {"requests": {"cpu": "1"},
-                              "limits": {"nvidia.com/gpu": "4"}}}])"));
-  EXPECT_EQ(slim["spec"]["initContainers"],
-            Json::parse(R"([{"name": "init", "restartPolicy": "Always",
-                              "resources": {"requests": {"nvidia.com/gpu": "1"}}}])"));
-  for (const char* k : {"phase", "reason", "message", "nominatedNodeName", "conditions", "startTime"}) {
-    EXPECT_EQ(slim["status"][k], full["status"][k]) << k;
-  }
-  for (const char* k : {"hostIP", "podIP", "podIPs", "qosClass", "containerStatuses"}) {
-    EXPECT_FALSE(slim["status"].contains(k)) << k;
-  }
+  SlimPod(slim, Options());
+  EXPECT_EQ(slim["metadata"], Json::parse(R"({"name": "moe-3", "namespace": "team", "uid": "u-1",
+      "resourceVersion": "42", "labels": {"nvl72.dev/job": "moe", "nvl72.dev/rank": "3"},
+      "annotations": {"nvl72.dev/node": "a0"}})"));
+  EXPECT_EQ(slim["spec"], Json::parse(R"({"nodeName": "a0", "schedulerName": "nvl72-scheduler",
+      "priority": 100, "terminationGracePeriodSeconds": 30,
+      "initContainers": [{"name": "init", "restartPolicy": "Always",
+                          "resources": {"requests": {"nvidia.com/gpu": "1"}}}],
+      "containers": [{"name": "trainer", "resources": {"requests": {},
+                                                       "limits": {"nvidia.com/gpu": "4"}}}]})"));
+  EXPECT_EQ(slim["status"], Json::parse(R"({"phase": "Failed", "reason": "NodeLost",
+      "nominatedNodeName": "a1", "conditions": [{"type": "DisruptionTarget", "status": "True",
+                                                 "reason": "DeletionByTaintManager"}]})"));
+  EXPECT_FALSE(slim.contains("kind"));
 }
 
 TEST(SlimTest, NodeKeepsWhatPlacementReadsAndDropsTheRest) {
   const Json full = FullNode("a0", "rack-a", true, true);
   Json slim = full;
-  SlimNode(slim);
-  EXPECT_EQ(slim["metadata"], full["metadata"]);
+  SlimNode(slim, Options());
+  EXPECT_EQ(slim["metadata"], Json::parse(R"({"name": "a0", "uid": "n-1", "resourceVersion": "7",
+      "labels": {"nvidia.com/gpu.clique": "rack-a"}})"));
   EXPECT_EQ(slim["spec"], Json({{"taints", full["spec"]["taints"]}, {"unschedulable", true}}));
-  EXPECT_EQ(slim["status"], Json({{"capacity", full["status"]["capacity"]},
-                                  {"allocatable", full["status"]["allocatable"]},
+  EXPECT_EQ(slim["status"], Json({{"allocatable", {{"nvidia.com/gpu", "4"}}},
                                   {"conditions", full["status"]["conditions"]}}));
+  // The fallback domain label is kept too; other conditions go.
+  Json fb = FullNode("b0", "rack-b", false, false);
+  fb["metadata"]["labels"].erase("nvidia.com/gpu.clique");
+  fb["metadata"]["labels"]["example.com/rack"] = "r7";
+  fb["status"]["conditions"].push_back({{"type", "MemoryPressure"}, {"status", "False"}});
+  SlimNode(fb, Options());
+  EXPECT_EQ(fb["metadata"]["labels"], Json({{"example.com/rack", "r7"}}));
+  ASSERT_EQ(fb["status"]["conditions"].size(), 1u);
+  EXPECT_EQ(fb["status"]["conditions"][0]["type"], "Ready");
 }
 
 TEST(SlimTest, MalformedObjectsAreLeftAlone) {
   for (Json j : {Json(), Json(3), Json::array(), Json{{"spec", 1}, {"status", "x"}}}) {
     Json p = j, n = j;
-    SlimPod(p);
-    SlimNode(n);
+    SlimPod(p, Options());
+    SlimNode(n, Options());
     EXPECT_EQ(p, j);
     EXPECT_EQ(n, j);
   }
@@ -129,18 +137,25 @@ TEST(SlimTest, MalformedObjectsAreLeftAlone) {
 TEST(SlimTest, ClusterStateIsTheSameOnSlimmedObjects) {
   std::vector<Json> nodes = {FullNode("a0", "rack-a", true, false), FullNode("a1", "rack-a", false, false),
                              FullNode("b0", "rack-b", true, true), FullNode("b1", "rack-b", true, false)};
+  nodes[3]["metadata"]["labels"].erase("nvidia.com/gpu.clique");
+  nodes[3]["metadata"]["labels"]["example.com/rack"] = "rack-b";
   std::vector<Json> pods = {FullPod("p0", "a0", 4, "Running"), FullPod("p1", "b1", 2, "Pending"),
                             FullPod("p2", "b1", 1, "Succeeded"), FullPod("p3", "", 4, "Pending")};
+  pods[1]["metadata"]["labels"] = {{"app", "x"}};  // not a gang rank
+  std::vector<Json> jobs = {Json::parse(R"({"metadata": {"name": "moe", "namespace": "team"},
+      "spec": {"replicas": 1, "gpusPerReplica": 4, "template": {}},
+      "status": {"placement": {"domains": ["rack-a"],
+                               "ranks": [{"rank": 3, "node": "a0", "pod": "moe-3"}]}}})")};
   std::vector<Json> slim_nodes = nodes, slim_pods = pods;
-  for (Json& n : slim_nodes) SlimNode(n);
-  for (Json& p : slim_pods) SlimPod(p);
-  ClusterOptions opts;
+  for (Json& n : slim_nodes) SlimNode(n, Options());
+  for (Json& p : slim_pods) SlimPod(p, Options());
+  ClusterOptions opts = Options();
   opts.now = std::chrono::system_clock::now();
-  ClusterState a = ClusterState::Build(nodes, pods, {}, opts);
-  ClusterState b = ClusterState::Build(slim_nodes, slim_pods, {}, opts);
+  ClusterState a = ClusterState::Build(nodes, pods, jobs, opts);
+  ClusterState b = ClusterState::Build(slim_nodes, slim_pods, jobs, opts);
   ASSERT_EQ(a.snapshot().nodes.size(), 4u);
   ASSERT_EQ(b.snapshot().nodes.size(), 4u);
-  int differences_seen_in_input = 0;
+  int exercised = 0;
   for (size_t i = 0; i < 4; ++i) {
     const auto& x = a.snapshot().nodes[i];
     const auto& y = b.snapshot().nodes[i];
@@ -151,11 +166,16 @@ TEST(SlimTest, ClusterStateIsTheSameOnSlimmedObjects) {
     EXPECT_EQ(x.ready, y.ready);
     EXPECT_EQ(x.cordoned, y.cordoned);
     EXPECT_EQ(x.tainted, y.tainted);
+    EXPECT_EQ(x.gang_reserved, y.gang_reserved);
+    EXPECT_EQ(x.gpu_reclaimable, y.gpu_reclaimable);
     EXPECT_EQ(a.Health(static_cast<placement::NodeId>(i)).not_ready_since,
               b.Health(static_cast<placement::NodeId>(i)).not_ready_since);
-    differences_seen_in_input += x.gpu_used > 0 || !x.ready || x.cordoned;
+    exercised += x.gpu_used > 0 || !x.ready || x.cordoned;
   }
-  EXPECT_GE(differences_seen_in_input, 3) << "the fixture exercises usage, readiness and cordon";
+  EXPECT_GE(exercised, 3) << "the fixture exercises usage, readiness and cordon";
+  EXPECT_EQ(a.snapshot().domains.size(), b.snapshot().domains.size());
+  for (const Json& p : pods) EXPECT_EQ(a.PlannedNode(p), b.PlannedNode(p));
+  for (const Json& p : slim_pods) EXPECT_EQ(a.PlannedNode(p), b.PlannedNode(p));
 }
 
 }  // namespace

@@ -91,18 +91,16 @@ Status Controller::Run(std::stop_token stop) {
   jobs_opts.resource = Nvl72JobsResource();
   jobs_opts.ns = job_ns;
   jobs_opts.transform = kube::DropManagedFields;
+  model::ClusterOptions slim;
+  slim.domain_label = options_.domain_label;
+  slim.domain_label_fallback = options_.domain_label_fallback;
+  slim.gpu_resource = options_.gpu_resource;
   kube::InformerOptions pods_opts;
   pods_opts.resource = kube::kPods;  // all namespaces: every GPU pod counts
-  pods_opts.transform = [](Json& pod) {
-    kube::DropManagedFields(pod);
-    model::SlimPod(pod);
-  };
+  pods_opts.transform = [slim](Json& pod) { model::SlimPod(pod, slim); };
   kube::InformerOptions nodes_opts;
   nodes_opts.resource = kube::kNodes;
-  nodes_opts.transform = [](Json& node) {
-    kube::DropManagedFields(node);
-    model::SlimNode(node);
-  };
+  nodes_opts.transform = [slim](Json& node) { model::SlimNode(node, slim); };
   kube::Informer jobs(client_, clock, jobs_opts);
   kube::Informer pods(client_, clock, pods_opts);
   kube::Informer nodes(client_, clock, nodes_opts);

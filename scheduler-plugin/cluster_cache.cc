@@ -54,14 +54,9 @@ ClusterCache::ClusterCache(kube::Client* client, kube::Clock* clock, ClusterCach
     inf->AddEventHandler(std::move(h));
     return inf;
   };
-  nodes_ = make(kube::kNodes, [](Json& node) {
-    kube::DropManagedFields(node);
-    model::SlimNode(node);
-  });
-  pods_ = make(kube::kPods, [](Json& pod) {
-    kube::DropManagedFields(pod);
-    model::SlimPod(pod);
-  });
+  const model::ClusterOptions slim = options_.view.cluster;
+  nodes_ = make(kube::kNodes, [slim](Json& node) { model::SlimNode(node, slim); });
+  pods_ = make(kube::kPods, [slim](Json& pod) { model::SlimPod(pod, slim); });
   if (options_.watch_jobs) jobs_ = make(options_.jobs_resource, kube::DropManagedFields);
   auto empty = std::make_shared<ClusterView>();
   empty->synced = false;
