@@ -199,12 +199,21 @@ kubectl delete lease "$sch" -n "$ns" >/dev/null
 ok "kube-scheduler $K8S_VERSION ran with the chart's config as $sch: took lease $ns/$sch, no RBAC denials"
 
 # --- 6. upgrade and uninstall -----------------------------------------------------------------------
+op_args=$(kubectl get deploy "$op" -n "$ns" -o jsonpath='{.spec.template.spec.containers[0].args}')
+for flag in --cordoned-ranks=keep --defrag=true --defrag-max-concurrent-moves=2 --defrag-grace-seconds=30; do
+  [[ $op_args == *"\"$flag\""* ]] || fail "install: operator args lack $flag: $op_args"
+done
+[[ $op_args != *--recovery-wait-seconds* ]] || fail "install: --recovery-wait-seconds set although recovery.waitSeconds is null"
 out=$(helm upgrade "$rel" "$chart" -n "$ns" --set operator.replicas=3 --set placement.sparesPerDomain=1 \
-  --set scheduler.image.tag=v1.34.5 2>&1) || fail "helm upgrade: $out"
+  --set scheduler.image.tag=v1.34.5 --set operator.recovery.waitSeconds=45 --set operator.defrag.enabled=false \
+  2>&1) || fail "helm upgrade: $out"
 [[ $(helm status "$rel" -n "$ns" -o json | grep -o '"version":[0-9]*' | head -n 1) == '"version":2' ]] || fail "release revision is not 2"
 [[ $(kubectl get deploy "$op" -n "$ns" -o jsonpath='{.spec.replicas}') == 3 ]] || fail "upgrade: operator replicas != 3"
 kubectl get deploy "$op" -n "$ns" -o jsonpath='{.spec.template.spec.containers[0].args}' | grep -q -- --spares-per-domain=1 || fail "upgrade: operator flag not changed"
 kubectl get deploy "$ext" -n "$ns" -o jsonpath='{.spec.template.spec.containers[0].args}' | grep -q -- --spares-per-domain=1 || fail "upgrade: extender flag not changed"
+op_args=$(kubectl get deploy "$op" -n "$ns" -o jsonpath='{.spec.template.spec.containers[0].args}')
+[[ $op_args == *'"--recovery-wait-seconds=45"'* && $op_args == *'"--defrag=false"'* ]] ||
+  fail "upgrade: recovery / defrag values not passed: $op_args"
 [[ $(count cm -n "$ns") == 1 ]] || fail "upgrade: the dashboard ConfigMap (now disabled) was not removed"
 ok "helm upgrade: revision 2, replicas and flags changed, disabled objects removed"
 
