@@ -171,6 +171,7 @@ Status Controller::Run(std::stop_token stop) {
   ropts.defrag.max_concurrent_moves = options_.defrag_max_concurrent_moves;
   ropts.defrag.min_interval = std::chrono::seconds(options_.defrag_min_interval_seconds);
   ropts.defrag.cooldown = std::chrono::seconds(options_.defrag_cooldown_seconds);
+  ropts.defrag.move_timeout = std::chrono::seconds(options_.defrag_move_timeout_seconds);
   Reconciler reconciler(client_, &store, &recorder, metrics_,
                         [&](const std::string& key) { queue.Add(key); }, ropts);
   reconciler.SetEnqueueAfter(

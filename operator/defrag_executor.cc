@@ -57,7 +57,11 @@ DefragDecision PlanDefragMoves(const placement::PlacementPolicy& policy,
   int in_flight = 0;
   std::optional<Time> latest = last_plan;
   for (const Json* j : jobs) {
-    if (model::ConditionIsTrue(*j, kConditionMoved) && model::HoldsReservation(*j)) ++in_flight;
+    const auto moved_at = LastMoveTime(*j);
+    const bool timed_out = moved_at && now - *moved_at >= options.move_timeout;
+    if (model::ConditionIsTrue(*j, kConditionMoved) && model::HoldsReservation(*j) && !timed_out) {
+      ++in_flight;
+    }
     if (auto t = LastMoveTime(*j); t && (!latest || *t > *latest)) latest = t;
   }
   if (in_flight > 0) {
@@ -233,19 +237,44 @@ StatusOr<DefragDecision> DefragExecutor::Run(const model::ClusterState& state,
   return d;
 }
 
+std::optional<milliseconds> DefragExecutor::MoveTimeoutIn(const Json& job, Time now) const {
+  if (!model::ConditionIsTrue(job, kConditionMoved)) return std::nullopt;
+  const auto moved_at = LastMoveTime(job);
+  if (!moved_at) return std::nullopt;
+  return std::max(milliseconds(0),
+                  duration_cast<milliseconds>(*moved_at + config_.options.move_timeout - now));
+}
+
+namespace {
+std::string TimedOutNote(std::chrono::seconds timeout) {
+  return "not every rank runs again " + std::to_string(timeout.count()) +
+         " s after the move; it no longer holds the defragmentation budget";
+}
+}  // namespace
+
 std::string_view DefragExecutor::FinishMove(const Json& job, Json& status, bool running,
                                             bool failed, Time now) {
-  if (!model::ConditionIsTrue(job, kConditionMoved) || (!running && !failed)) return "";
-  SetCondition(
-      status, kConditionMoved, "False", failed ? "MoveFailed" : "MoveCompleted",
-      failed ? "the job failed after it was moved" : "every rank runs again on the new nodes",
-      kube::Generation(job), now);
-  return failed ? "failed" : "completed";
+  if (!model::ConditionIsTrue(job, kConditionMoved)) return "";
+  const auto left = MoveTimeoutIn(job, now);
+  const bool timed_out = !running && !failed && left && left->count() == 0;
+  if (!running && !failed && !timed_out) return "";
+  const std::string note = failed    ? "the job failed after it was moved"
+                           : running ? "every rank runs again on the new nodes"
+                                     : TimedOutNote(config_.options.move_timeout);
+  SetCondition(status, kConditionMoved, "False",
+               failed ? "MoveFailed" : (running ? "MoveCompleted" : "MoveTimedOut"), note,
+               kube::Generation(job), now);
+  return failed ? "failed" : (running ? "completed" : "timed_out");
 }
 
 void DefragExecutor::MoveFinished(const Json& job, std::string_view result) {
   if (result.empty()) return;
-  Report(result);
+  // Metrics know started / completed / failed: a move that timed out did not complete.
+  Report(result == "timed_out" ? "failed" : result);
+  if (result == "timed_out") {
+    Event(job, true, "MoveTimedOut", TimedOutNote(config_.options.move_timeout));
+    return;
+  }
   const bool failed = result == "failed";
   Event(job, failed, failed ? "MoveFailed" : "MoveCompleted",
         failed ? "the job failed after it was moved" : "every rank runs again on the new nodes");

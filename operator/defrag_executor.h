@@ -21,7 +21,9 @@
 //  - never a non-preemptible job (spec.preemptible false), a finished job, one being deleted or
 //    recovering, or one moved within the last `cooldown` (status.lastDefragMoveTime);
 //  - at most `max_concurrent_moves` jobs per plan, and no new plan while any job is still being
-//    moved (condition Moved True), so the jobs in flight never exceed the budget;
+//    moved (condition Moved True), so the jobs in flight never exceed the budget; a move whose
+//    ranks do not all run again within `move_timeout` ends (Moved False, MoveTimedOut) and stops
+//    counting, so one stuck job (an image that never pulls) cannot stop defragmentation for good;
 //  - at least `min_interval` between two plans (the latest lastDefragMoveTime of any job, which
 //    survives operator restarts, and the last plan of this process).
 //
@@ -60,6 +62,9 @@ struct DefragOptions {
   int max_concurrent_moves = 2;
   std::chrono::seconds min_interval{30};
   std::chrono::seconds cooldown{600};
+  // A move whose ranks do not all run again within this (from lastDefragMoveTime) ends: Moved
+  // False / MoveTimedOut, and it stops counting against max_concurrent_moves.
+  std::chrono::seconds move_timeout{600};
 };
 
 // A job the admission pass could not place, in admission order.
@@ -121,12 +126,16 @@ class DefragExecutor {
                                const std::vector<const Json*>& jobs,
                                std::chrono::system_clock::time_point now);
 
-  // For the job reconcile: if `job` has Moved True and runs again (`running`) or failed
-  // (`failed`), sets Moved False (MoveCompleted / MoveFailed) in `status` and returns the hook's
-  // result ("completed" / "failed"), else "". The caller writes `status`, then calls
-  // MoveFinished(result) so a write that fails is not counted.
+  // For the job reconcile: if `job` has Moved True and runs again (`running`), failed (`failed`)
+  // or its move_timeout passed, sets Moved False (MoveCompleted / MoveFailed / MoveTimedOut) in
+  // `status` and returns "completed" / "failed" / "timed_out", else "". The caller writes
+  // `status`, then calls MoveFinished(result) so a write that fails is not counted.
   std::string_view FinishMove(const Json& job, Json& status, bool running, bool failed,
                               std::chrono::system_clock::time_point now);
+  // How long until the move of `job` (Moved True) times out; nullopt when it is not being moved.
+  // The job reconcile looks again then, as nothing else may happen to the job meanwhile.
+  std::optional<std::chrono::milliseconds> MoveTimeoutIn(const Json& job,
+                                                         std::chrono::system_clock::time_point now) const;
   void MoveFinished(const Json& job, std::string_view result);
 
   const DefragOptions& options() const { return config_.options; }

@@ -206,6 +206,44 @@ TEST_F(DefragTest, AMoveInFlightBlocksTheNextPlan) {
   EXPECT_NE(d.reason.find("being moved"), std::string::npos) << d.reason;
 }
 
+// A moved job whose new pods never run (an image that never pulls): after the move timeout the
+// move ends (Moved False / MoveTimedOut) and no longer blocks the next plan.
+TEST_F(DefragTest, AMoveWhosePodsNeverRunTimesOutAndFreesTheBudget) {
+  Fragment();
+  Apply(Job("big", 16));
+  RunUntilQuiet();
+  const std::string moved = Condition("p1", kConditionMoved) == "True" ? "p1" : "p2";
+  ASSERT_EQ(Condition(moved, kConditionMoved), "True");
+  // The job reconcile asked to look again when the move times out (default 600 s).
+  ASSERT_EQ(delayed_.count(std::string(kNs) + "/" + moved), 1u);
+  EXPECT_GT(delayed_[std::string(kNs) + "/" + moved], std::chrono::milliseconds(599000));
+
+  // Before the timeout: still in flight, the next plan waits.
+  now_ += seconds(599);
+  Enqueue(std::string(kNs) + "/" + moved);
+  RunUntilQuiet();
+  EXPECT_EQ(Condition(moved, kConditionMoved), "True");
+  ApplyWaiting(Job("next", 16));
+  Inputs in = Read("next");
+  EXPECT_NE(Plan(in, DefragOptions{}).reason.find("being moved"), std::string::npos);
+
+  // At the timeout the job reconcile ends the move; the budget is free again.
+  now_ += seconds(2);
+  Enqueue(std::string(kNs) + "/" + moved);
+  RunUntilQuiet();
+  std::string reason;
+  EXPECT_EQ(Condition(moved, kConditionMoved, &reason), "False");
+  EXPECT_EQ(reason, "MoveTimedOut");
+  EXPECT_EQ(moves_, (std::vector<std::string>{"started", "failed"}));
+  Inputs after = Read("next");
+  EXPECT_EQ(Plan(after, DefragOptions{}).reason.find("being moved"), std::string::npos);
+  // Even with Moved still True (the reconcile's write not seen yet), a timed-out move does not
+  // count against the budget.
+  JobIn(after, moved)["status"]["conditions"] = Json::array(
+      {{{"type", "Moved"}, {"status", "True"}, {"reason", "Defragmentation"}}});
+  EXPECT_EQ(Plan(after, DefragOptions{}).reason.find("being moved"), std::string::npos);
+}
+
 TEST_F(DefragTest, TheMinimumIntervalDelaysTheNextPlan) {
   Fragment();
   ApplyWaiting(Job("big", 16));

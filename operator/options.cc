@@ -52,6 +52,8 @@ Usage: nvl72-operator [flags]
   --defrag-min-interval-seconds N  minimum time between two defragmentation plans (default 30)
   --defrag-cooldown-seconds N  a job moved by defragmentation is not moved again within this (default 600)
   --defrag-grace-seconds N     deletion grace period of a moved job's pods, for checkpointing (default 30)
+  --defrag-move-timeout-seconds N  a move whose ranks do not all run again within this ends as
+                               MoveTimedOut and frees the budget (default 600)
   --log-format FORMAT          text | json (one JSON object per line; default text)
   --help                       this text
   --version                    print the version
@@ -80,6 +82,7 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
                                       {"defrag-min-interval-seconds", &o.defrag_min_interval_seconds},
                                       {"defrag-cooldown-seconds", &o.defrag_cooldown_seconds},
                                       {"defrag-grace-seconds", &o.defrag_grace_seconds},
+                                      {"defrag-move-timeout-seconds", &o.defrag_move_timeout_seconds},
                                       {"health-stall-seconds", &o.health_stall_seconds}};
   std::map<std::string, bool*> bools = {
       {"leader-elect", &o.leader_elect}, {"help", &o.help}, {"version", &o.version},
@@ -146,6 +149,9 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   if (o.cordoned_ranks != "keep" && o.cordoned_ranks != "move") {
     return InvalidArgumentError("--cordoned-ranks: expected keep or move, got \"" +
                                 o.cordoned_ranks + "\"");
+  }
+  if (o.defrag_move_timeout_seconds < 1) {
+    return InvalidArgumentError("--defrag-move-timeout-seconds: must be >= 1");
   }
   if (o.defrag_max_concurrent_moves < 1) {
     return InvalidArgumentError("--defrag-max-concurrent-moves: must be >= 1");

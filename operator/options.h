@@ -41,6 +41,9 @@ struct Options {
   int defrag_min_interval_seconds = 30;  // between two plans' moves
   int defrag_cooldown_seconds = 600;     // a moved job is not moved again within this
   int defrag_grace_seconds = 30;         // deletion grace of a moved job's pods (checkpointing)
+  // A move whose ranks do not all run again this long after it began ends as MoveTimedOut and no
+  // longer holds the budget (else one stuck job would stop defragmentation for good).
+  int defrag_move_timeout_seconds = 600;
   std::string log_format = "text";             // text | json
   // /healthz fails when keys are ready in the work queue but no reconcile finished for this long.
   int health_stall_seconds = 300;  // 0 = off

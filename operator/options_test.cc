@@ -62,7 +62,8 @@ TEST(OptionsTest, ErrorsNameTheFlag) {
            {{"--cordoned-ranks=evict"}, "--cordoned-ranks"},
            {{"--recovery-wait-seconds=-5"}, "--recovery-wait-seconds"},
            {{"--defrag-max-concurrent-moves=0"}, "--defrag-max-concurrent-moves"},
-           {{"--defrag=sometimes"}, "--defrag"}}) {
+           {{"--defrag=sometimes"}, "--defrag"},
+           {{"--defrag-move-timeout-seconds=0"}, "--defrag-move-timeout-seconds"}}) {
     auto o = ParseOptions(args);
     ASSERT_FALSE(o.ok()) << flag;
     EXPECT_NE(o.status().message().find(flag), std::string::npos) << o.status().message();
@@ -77,7 +78,8 @@ TEST(OptionsTest, RecoveryAndDefragFlags) {
   EXPECT_TRUE(d->defrag);
   auto o = ParseOptions({"--recovery-wait-seconds=90", "--cordoned-ranks", "move", "--defrag=false",
                          "--defrag-max-concurrent-moves=3", "--defrag-min-interval-seconds=7",
-                         "--defrag-cooldown-seconds", "120", "--defrag-grace-seconds=0"});
+                         "--defrag-cooldown-seconds", "120", "--defrag-grace-seconds=0",
+                         "--defrag-move-timeout-seconds=300"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->recovery_wait_seconds, 90);
   EXPECT_EQ(o->cordoned_ranks, "move");
@@ -86,6 +88,8 @@ TEST(OptionsTest, RecoveryAndDefragFlags) {
   EXPECT_EQ(o->defrag_min_interval_seconds, 7);
   EXPECT_EQ(o->defrag_cooldown_seconds, 120);
   EXPECT_EQ(o->defrag_grace_seconds, 0);
+  EXPECT_EQ(o->defrag_move_timeout_seconds, 300);
+  EXPECT_EQ(d->defrag_move_timeout_seconds, 600);
 }
 
 TEST(OptionsTest, HelpAndVersion) {

@@ -514,6 +514,12 @@ Status Reconciler::ReconcileJob(const std::string& key) {
           (summary.running == summary.ranks && summary.bound == summary.ranks && summary.ranks > 0),
       state_after == "Failed", now);
   changed |= !moved.empty();
+  if (moved.empty() && enqueue_after_) {
+    // Still being moved: look again when the move times out (nothing else may wake the job).
+    if (auto left = defrag_->MoveTimeoutIn(*job, now)) {
+      enqueue_after_(key, *left + std::chrono::milliseconds(100));
+    }
+  }
   if (!changed) return Status::Ok();
   NVL72_RETURN_IF_ERROR(WriteStatus(*job, std::move(status)));
   defrag_->MoveFinished(*job, moved);
