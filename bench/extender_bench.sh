@@ -117,6 +117,21 @@ read -r plain_rate plain_span < <(throughput plain)
 kubectl delete pods -n bench -l app=plain --wait=false >/dev/null
 until [[ $(kubectl get pods -n bench -l app=plain --no-headers 2>/dev/null | wc -l) == 0 ]]; do sleep 1; done
 
+# The same scheduler config as with the extender (nvl72-scheduler profile: percentageOfNodesToScore
+# 100, qps 200) minus its extenders: what the extender itself costs.
+make_pods noext nvl72-scheduler "$pods" | kubectl create -f - >/dev/null
+sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#LEADER_ELECT#false#" \
+  "$root/scheduler-plugin/scheduler-config.yaml" | sed '/^extenders:/,$d' >"$state/noext.yaml"
+"$NVL72_KUBE_SCHEDULER" --config="$state/noext.yaml" --secure-port="$(free_port)" --bind-address=127.0.0.1 \
+  --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" \
+  >"$state/noext-scheduler.log" 2>&1 &
+sched_pid=$!
+wait_bound noext "$pods" 900
+read -r noext_rate noext_span < <(throughput noext)
+kill "$sched_pid"; wait "$sched_pid" 2>/dev/null || true; sched_pid=
+kubectl delete pods -n bench -l app=noext --wait=false >/dev/null
+until [[ $(kubectl get pods -n bench -l app=noext --no-headers 2>/dev/null | wc -l) == 0 ]]; do sleep 1; done
+
 ext_port=$(free_port)
 "$extender" --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$ext_port" \
   >"$state/extender.log" 2>&1 &
@@ -131,12 +146,16 @@ sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#EXTENDER_URL#http://127.0.0.1:$ext
 sched_pid=$!
 wait_bound ext "$pods" 1800
 read -r ext_rate ext_span < <(throughput ext)
+cpu_s() { awk '{printf "%.1f", ($14 + $15) / 100}' "/proc/$1/stat"; }  # utime + stime, USER_HZ 100
+ext_cpu=$(cpu_s "$ext_pid") sched_cpu=$(cpu_s "$sched_pid")
 filter_p99=$(curl -sf "http://127.0.0.1:$ext_port/metrics" | python3 -c '
 import sys, re
 buckets = []; count = 0
 for line in sys.stdin:
-    m = re.match(r"nvl72_extender_request_duration_seconds_bucket\{le=\"([^\"]+)\",verb=\"filter\"\} (\S+)", line)
-    if m: buckets.append((float("inf") if m.group(1) == "+Inf" else float(m.group(1)), float(m.group(2))))
+    if not line.startswith("nvl72_extender_request_duration_seconds_bucket{") or "verb=\"filter\"" not in line:
+        continue
+    m = re.search(r"le=\"([^\"]+)\"", line)
+    if m: buckets.append((float("inf") if m.group(1) == "+Inf" else float(m.group(1)), float(line.split()[-1])))
 buckets.sort(); total = buckets[-1][1] if buckets else 0
 for le, c in buckets:
     if total and c >= 0.99 * total: print(f"<= {le*1e6:.0f} us"); break')
@@ -146,7 +165,12 @@ echo "while the scheduler was stopped, pods/s = pods / span of PodScheduled time
 echo
 echo "| scheduler | pods/s | span (s) |"
 echo "|---|---|---|"
-echo "| default profile, no extender | $plain_rate | $plain_span |"
+echo "| default profile, no extender (stock config) | $plain_rate | $plain_span |"
+echo "| nvl72-scheduler profile config without its extenders (percentageOfNodesToScore 100) | $noext_rate | $noext_span |"
 echo "| nvl72-scheduler + nvl72-extender (filter, prioritize, bind) | $ext_rate | $ext_span |"
 echo
+echo "With the extender: $(python3 -c "print(f'{$ext_rate / $noext_rate:.0%}')") of the same config without it, $(python3 -c "print(f'{$ext_rate / $plain_rate:.0%}')") of the stock default profile."
+echo
 echo "Extender-side filter p99 during that run (from /metrics histogram buckets): $filter_p99."
+echo "CPU used from start to the end of the run: nvl72-extender ${ext_cpu} s (cache sync included),"
+echo "kube-scheduler ${sched_cpu} s."

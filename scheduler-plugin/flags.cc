@@ -40,7 +40,7 @@ Usage: nvl72-extender [flags]
   --workers N                HTTP worker threads (default 8)
   --max-body-bytes N         largest accepted request body (default 33554432)
   --request-timeout-ms N     socket read/write timeout of one request (default 10000)
-  --min-rebuild-interval-ms N  debounce of cluster view rebuilds after changes (default 20)
+  --min-rebuild-interval-ms N  debounce of cluster view rebuilds after changes (default 100)
   --log-level LEVEL          debug, info, warning, error (default info)
   --log-format FORMAT        text | json (one JSON object per line; default text)
   --help                     this text
