@@ -5,7 +5,16 @@
 // <source>/scripts/local-cluster). Every test works in its own namespace and cleans up.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/ecdsa.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
 
 #include <atomic>
 #include <cstdio>
@@ -13,7 +22,9 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
+#include <vector>
 #include <thread>
 
 #include <httplib.h>
@@ -28,6 +39,11 @@
 #ifndef NVL72_SOURCE_DIR
 #define NVL72_SOURCE_DIR "."
 #endif
+#ifndef NVL72_LEASE_CANDIDATE
+#define NVL72_LEASE_CANDIDATE "lease_candidate"
+#endif
+
+extern char** environ;
 
 namespace nvl72::kube {
 namespace {
@@ -463,6 +479,194 @@ TEST_F(KubeIntegrationTest, LeaseContentionFailover) {
   EXPECT_GE((*obj)["spec"]["leaseTransitions"].get<int>(), 1);
   stop_b.request_stop();
   tb.join();
+}
+
+// The same failover with the candidates as separate processes, the leader killed with SIGKILL (no
+// release, no goodbye): the other process must lead once the lease has run out.
+TEST_F(KubeIntegrationTest, LeaseFailoverBetweenTwoProcesses) {
+  char dir[] = "/tmp/nvl72-lease-it-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string lease = "kube-it-lease-procs";
+  auto spawn = [&](const std::string& id) {
+    const std::string file = std::string(dir) + "/" + id;
+    std::vector<std::string> args = {NVL72_LEASE_CANDIDATE, kubeconfig_, ns_, lease, id, file};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = -1;
+    EXPECT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0) << argv[0];
+    return pid;
+  };
+  auto leading = [&](const std::string& id) {
+    return std::filesystem::exists(std::string(dir) + "/" + id);
+  };
+  const pid_t a = spawn("a");
+  ASSERT_GT(a, 0);
+  ASSERT_TRUE(Eventually([&] { return leading("a"); }, 15s)) << "process a never led";
+  const pid_t b = spawn("b");
+  ASSERT_GT(b, 0);
+  std::this_thread::sleep_for(8s);  // longer than the 6 s lease: a's renewals keep b out
+  EXPECT_FALSE(leading("b")) << "b led while a was alive and renewing";
+  int status = 0;
+  EXPECT_EQ(waitpid(b, &status, WNOHANG), 0) << "process b exited early";
+
+  const auto killed_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(kill(a, SIGKILL), 0);
+  waitpid(a, &status, 0);
+  const bool took_over = Eventually([&] { return leading("b"); }, 20s);
+  const auto takeover = std::chrono::steady_clock::now() - killed_at;
+  kill(b, SIGKILL);
+  waitpid(b, &status, 0);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(took_over) << "process b did not take over after a was killed";
+  std::printf("RESULT lease_takeover_after_sigkill_s=%.2f (lease 6 s, retry 1 s)\n",
+              std::chrono::duration<double>(takeover).count());
+  // a renewed at most one retry period before the kill, so the lease runs out within 6 s of it; b
+  // looks every retry period (1 s, jittered up to 1.2 s) and needs one API round trip.
+  EXPECT_LT(takeover, 6s + 1200ms + 800ms);
+  auto obj = client_->Get(kLeases, ns_, lease);
+  ASSERT_TRUE(obj.ok()) << obj.status();
+  EXPECT_EQ((*obj)["spec"]["holderIdentity"], "b");
+}
+
+// limit/continue against the real server: pages of the asked size, a continue token on all but the
+// last, every object exactly once; ListAll follows the tokens.
+TEST_F(KubeIntegrationTest, ListPagesWithLimitAndContinue) {
+  for (int i = 0; i < 25; ++i) {
+    ASSERT_TRUE(client_->Create(kConfigMaps, ns_, ConfigMap("page-" + std::to_string(i))).ok());
+  }
+  ListOptions opts;
+  opts.label_selector = "it=yes";
+  opts.limit = 10;
+  std::vector<size_t> page_sizes;
+  std::set<std::string> names;
+  for (int guard = 0; guard < 10; ++guard) {
+    auto page = client_->List(kConfigMaps, ns_, opts);
+    ASSERT_TRUE(page.ok()) << page.status();
+    page_sizes.push_back(page->items.size());
+    for (const Json& o : page->items) names.insert(Name(o));
+    if (page->continue_token.empty()) break;
+    opts.continue_token = page->continue_token;
+  }
+  EXPECT_EQ(page_sizes, (std::vector<size_t>{10, 10, 5}));
+  EXPECT_EQ(names.size(), 25u);
+  ListOptions all;
+  all.label_selector = "it=yes";
+  all.limit = 7;
+  auto listed = ListAll(*client_, kConfigMaps, ns_, all);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->items.size(), 25u);
+  EXPECT_TRUE(listed->continue_token.empty());
+}
+
+std::string Base64Url(std::string_view in) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (unsigned char c : in) {
+    acc = (acc << 8) | c;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out += kAlphabet[(acc >> bits) & 63];
+    }
+  }
+  if (bits > 0) out += kAlphabet[(acc << (6 - bits)) & 63];
+  return out;  // no padding, as JWTs are written
+}
+
+// A service-account JWT signed with the cluster's signing key (what the token controller or the
+// TokenRequest API would issue). "" on failure.
+std::string MintServiceAccountToken(const std::string& key_file, const Json& claims) {
+  FILE* f = std::fopen(key_file.c_str(), "r");
+  if (f == nullptr) return "";
+  EVP_PKEY* key = PEM_read_PrivateKey(f, nullptr, nullptr, nullptr);
+  std::fclose(f);
+  if (key == nullptr) return "";
+  // scripts/local-cluster makes an EC P-256 key (ES256); an RSA key would be RS256.
+  const bool ec = EVP_PKEY_id(key) == EVP_PKEY_EC;
+  const std::string signing_input =
+      Base64Url(ec ? R"({"alg":"ES256","typ":"JWT"})" : R"({"alg":"RS256","typ":"JWT"})") + "." +
+      Base64Url(claims.dump());
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  size_t len = 0;
+  std::string sig;
+  if (EVP_DigestSignInit(ctx, nullptr, EVP_sha256(), nullptr, key) == 1 &&
+      EVP_DigestSign(ctx, nullptr, &len, reinterpret_cast<const unsigned char*>(signing_input.data()),
+                     signing_input.size()) == 1) {
+    sig.resize(len);
+    if (EVP_DigestSign(ctx, reinterpret_cast<unsigned char*>(sig.data()), &len,
+                       reinterpret_cast<const unsigned char*>(signing_input.data()),
+                       signing_input.size()) == 1) {
+      sig.resize(len);
+    } else {
+      sig.clear();
+    }
+  }
+  EVP_MD_CTX_free(ctx);
+  EVP_PKEY_free(key);
+  if (ec && !sig.empty()) {  // OpenSSL writes ECDSA signatures in DER; JWS wants r || s, 32 bytes each
+    const unsigned char* der = reinterpret_cast<const unsigned char*>(sig.data());
+    ECDSA_SIG* es = d2i_ECDSA_SIG(nullptr, &der, static_cast<long>(sig.size()));
+    std::string raw(64, '\0');
+    const bool ok = es != nullptr &&
+                    BN_bn2binpad(ECDSA_SIG_get0_r(es), reinterpret_cast<unsigned char*>(raw.data()), 32) == 32 &&
+                    BN_bn2binpad(ECDSA_SIG_get0_s(es), reinterpret_cast<unsigned char*>(raw.data()) + 32, 32) == 32;
+    ECDSA_SIG_free(es);
+    sig = ok ? raw : "";
+  }
+  return sig.empty() ? "" : signing_input + "." + Base64Url(sig);
+}
+
+// An expired token: the same service-account token is accepted while valid (the account has no
+// rights, so 403) and refused with 401 once its exp has passed; the client says so without the
+// token in the message and does not retry.
+TEST_F(KubeIntegrationTest, ExpiredServiceAccountTokenIsUnauthorized) {
+  const std::string state = Env("NVL72_CLUSTER_STATE");
+  ASSERT_FALSE(state.empty()) << "NVL72_CLUSTER_STATE is not set (source $STATE/env)";
+  const ResourceRef service_accounts =
+      ResourceRef::Custom("", "v1", "serviceaccounts", "ServiceAccount", true);
+  auto sa = client_->Create(service_accounts, ns_, {{"metadata", {{"name", "expiring"}}}});
+  ASSERT_TRUE(sa.ok()) << sa.status();
+  const std::string issuer = "https://kubernetes.default.svc.cluster.local";  // scripts/local-cluster
+  auto claims = [&](int64_t iat, int64_t exp) {
+    return Json{{"iss", issuer},
+                {"aud", Json::array({issuer})},
+                {"sub", "system:serviceaccount:" + ns_ + ":expiring"},
+                {"iat", iat},
+                {"nbf", iat},
+                {"exp", exp},
+                {"kubernetes.io",
+                 {{"namespace", ns_}, {"serviceaccount", {{"name", "expiring"}, {"uid", Uid(*sa)}}}}}};
+  };
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  auto client_with = [&](const std::string& token) {
+    Config c = config_;
+    c.client_cert_data.clear();
+    c.client_key_data.clear();
+    c.client_cert_file.clear();
+    c.client_key_file.clear();
+    c.token_file.clear();
+    c.token = token;
+    return NewClient(c);
+  };
+  const std::string key = state + "/pki/sa.key";
+  const std::string valid = MintServiceAccountToken(key, claims(now - 60, now + 600));
+  ASSERT_FALSE(valid.empty()) << "cannot sign with " << key;
+  Status s = client_with(valid)->Get(kNamespaces, "", "default").status();
+  EXPECT_TRUE(IsForbidden(s)) << "a valid token of an account without rights: " << s;
+
+  // Expired an hour ago (the API server allows a minute of clock skew).
+  const std::string expired = MintServiceAccountToken(key, claims(now - 7200, now - 3600));
+  ASSERT_FALSE(expired.empty());
+  s = client_with(expired)->Get(kNamespaces, "", "default").status();
+  EXPECT_TRUE(IsUnauthorized(s)) << s;
+  EXPECT_FALSE(s.IsRetryable());
+  EXPECT_FALSE(IsTransient(s));
+  EXPECT_EQ(s.message().find(expired.substr(expired.size() - 20)), std::string::npos) << s;
 }
 
 TEST_F(KubeIntegrationTest, BindEvictAndEvents) {
