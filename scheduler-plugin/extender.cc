@@ -1,6 +1,7 @@
 #include "scheduler-plugin/extender.h"
 
 #include <algorithm>
+#include <atomic>
 #include <unordered_set>
 
 #include "kube/object.h"
@@ -14,8 +15,10 @@ std::shared_ptr<const ClusterView> BuildView(const std::vector<const Json*>& nod
                                              const std::vector<const Json*>& pods,
                                              const std::vector<const Json*>& jobs,
                                              const ViewOptions& options, bool synced) {
+  static std::atomic<uint64_t> next_generation{1};
   auto view = std::make_shared<ClusterView>();
   view->synced = synced;
+  view->generation = next_generation.fetch_add(1);
   view->state = model::ClusterState::Build(nodes, pods, jobs, options.cluster);
   const placement::Snapshot& snap = view->state.snapshot();
   view->node_ids.reserve(snap.nodes.size());
@@ -49,25 +52,57 @@ std::shared_ptr<const ClusterView> BuildView(const std::vector<const Json*>& nod
   return view;
 }
 
+std::shared_ptr<const std::vector<NodeId>> ClusterView::Resolve(const NodeNameList& list) const {
+  {
+    std::lock_guard<std::mutex> l(list.resolved_mu);
+    if (list.resolved_generation == generation && list.resolved != nullptr) return list.resolved;
+  }
+  auto ids = std::make_shared<std::vector<NodeId>>();
+  ids->reserve(list.size());
+  for (const std::string& name : list.names) ids->push_back(FindNode(name));
+  std::lock_guard<std::mutex> l(list.resolved_mu);
+  list.resolved_generation = generation;
+  list.resolved = ids;
+  return ids;
+}
+
 std::vector<int> RankNormalizeScores(std::span<const int64_t> raw) {
   std::vector<int> out(raw.size(), 0);
-  std::vector<int64_t> levels;
-  levels.reserve(raw.size());
-  for (int64_t v : raw) {
-    if (v >= 0) levels.push_back(v);
-  }
-  if (levels.empty()) return out;
-  std::sort(levels.begin(), levels.end());
-  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
-  const auto top = static_cast<int64_t>(levels.size()) - 1;
+  // Feasible (score, index) pairs sorted by score with an LSD radix sort (11-bit digits, only as
+  // many passes as the largest score needs): linear in the node count, where a comparison sort of
+  // 5,000 scores took a third of a prioritize call. Then one walk gives each score its rank among
+  // the distinct values.
+  std::vector<std::pair<uint64_t, uint32_t>> items, scratch;
+  items.reserve(raw.size());
+  uint64_t max = 0;
   for (size_t i = 0; i < raw.size(); ++i) {
     if (raw[i] < 0) continue;
-    if (top == 0) {
-      out[i] = 10;
-      continue;
+    items.emplace_back(static_cast<uint64_t>(raw[i]), static_cast<uint32_t>(i));
+    max = std::max(max, static_cast<uint64_t>(raw[i]));
+  }
+  if (items.empty()) return out;
+  constexpr int kBits = 11;
+  constexpr size_t kBuckets = size_t{1} << kBits;
+  scratch.resize(items.size());
+  std::vector<uint32_t> count(kBuckets);
+  for (int shift = 0; shift < 64 && (max >> shift) != 0; shift += kBits) {
+    std::fill(count.begin(), count.end(), 0);
+    for (const auto& it : items) ++count[(it.first >> shift) & (kBuckets - 1)];
+    uint32_t sum = 0;
+    for (uint32_t& c : count) {
+      const uint32_t n = c;
+      c = sum;
+      sum += n;
     }
-    const auto rank = std::lower_bound(levels.begin(), levels.end(), raw[i]) - levels.begin();
-    out[i] = 1 + static_cast<int>(rank * 9 / top);
+    for (const auto& it : items) scratch[count[(it.first >> shift) & (kBuckets - 1)]++] = it;
+    items.swap(scratch);
+  }
+  int64_t top = 0;  // number of distinct values - 1
+  for (size_t k = 1; k < items.size(); ++k) top += items[k].first != items[k - 1].first;
+  int64_t rank = 0;
+  for (size_t k = 0; k < items.size(); ++k) {
+    if (k > 0 && items[k].first != items[k - 1].first) ++rank;
+    out[items[k].second] = top == 0 ? 10 : 1 + static_cast<int>(rank * 9 / top);
   }
   return out;
 }
@@ -97,7 +132,7 @@ std::optional<std::string> Extender::PlannedNode(const ClusterView& view, const 
 
 FilterDecision Extender::Filter(const ClusterView& view, const ExtenderArgs& args) const {
   FilterDecision d;
-  const auto& names = args.node_names;
+  const auto& names = args.node_names();
   const int n = static_cast<int>(names.size());
   auto add_reason = [&d](std::string text) {
     d.reasons.push_back(std::make_unique<std::string>(std::move(text)));
@@ -131,8 +166,10 @@ FilterDecision Extender::Filter(const ClusterView& view, const ExtenderArgs& arg
   std::unordered_map<std::string_view, const std::string*> reserved_reason;
   std::unordered_map<placement::DomainId, const std::string*> spare_reason;
   const placement::Snapshot& snap = view.state.snapshot();
+  const auto resolved = view.Resolve(*args.nodes);
+  const std::vector<NodeId>& ids = *resolved;
   for (int i = 0; i < n; ++i) {
-    const NodeId id = view.FindNode(names[static_cast<size_t>(i)]);
+    const NodeId id = ids[static_cast<size_t>(i)];
     if (id == kNoNode) {  // not a node we know (no GPUs or not seen yet): no opinion
       d.passed.push_back(i);
       continue;
@@ -164,7 +201,7 @@ FilterDecision Extender::Filter(const ClusterView& view, const ExtenderArgs& arg
 }
 
 std::vector<int> Extender::Prioritize(const ClusterView& view, const ExtenderArgs& args) const {
-  const auto& names = args.node_names;
+  const auto& names = args.node_names();
   std::vector<int> out(names.size(), 0);
   if (args.pod.IsGang()) {
     const std::optional<std::string> planned = PlannedNode(view, args.pod);
@@ -178,8 +215,9 @@ std::vector<int> Extender::Prioritize(const ClusterView& view, const ExtenderArg
   std::vector<size_t> where;
   ids.reserve(names.size());
   where.reserve(names.size());
+  const auto resolved = view.Resolve(*args.nodes);
   for (size_t i = 0; i < names.size(); ++i) {
-    const NodeId id = view.FindNode(names[i]);
+    const NodeId id = (*resolved)[i];
     if (id == kNoNode) continue;
     ids.push_back(id);
     where.push_back(i);

@@ -53,11 +53,15 @@ struct ClusterView {
   std::unordered_map<std::string, std::string> gang_of_uid;
   std::unordered_map<std::string, std::vector<std::string>> gang_uids;
   bool synced = false;  // built from informer caches that had synced
+  uint64_t generation = 0;  // unique per built view (> 0): the key of NodeNameList::resolved
 
   placement::NodeId FindNode(std::string_view name) const {
     auto it = node_ids.find(name);
     return it == node_ids.end() ? placement::kNoNode : it->second;
   }
+  // FindNode of every name of `list` (kNoNode for unknown names), memoised in the list for this
+  // view: a NodeNames array that comes again (NodeNamesCache) is resolved once per view.
+  std::shared_ptr<const std::vector<placement::NodeId>> Resolve(const NodeNameList& list) const;
 };
 
 struct ViewOptions {
@@ -95,7 +99,7 @@ struct ExtenderOptions {
 
 // Filter outcome. Failed entries point into the request's node names and into `reasons`.
 struct FilterDecision {
-  std::vector<int> passed;  // indices into ExtenderArgs::node_names
+  std::vector<int> passed;  // indices into ExtenderArgs::node_names()
   std::vector<std::pair<int, const std::string*>> failed;
   std::vector<std::unique_ptr<std::string>> reasons;  // owned reason texts (shared by many nodes)
 };
@@ -113,7 +117,7 @@ class Extender {
   std::optional<std::string> PlannedNode(const ClusterView& view, const PodInfo& pod) const;
 
   FilterDecision Filter(const ClusterView& view, const ExtenderArgs& args) const;
-  // Scores 0..10 parallel to args.node_names.
+  // Scores 0..10 parallel to args.node_names().
   std::vector<int> Prioritize(const ClusterView& view, const ExtenderArgs& args) const;
   // Binds `pod` (the cached pod, or nullptr: then it is read through `client`) to args.node.
   // Returns "" on success, else the error for ExtenderBindingResult.Error.

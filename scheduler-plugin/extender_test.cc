@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <random>
 
 #include "kube/fake_client.h"
 #include "scheduler-plugin/fixtures_for_test.h"
@@ -45,18 +46,20 @@ class ExtenderTest : public ::testing::Test {
     ExtenderArgs a;
     a.pod = PodInfoFromJson(pod, "nvidia.com/gpu");
     a.node_cache_capable = true;
-    for (const Json& n : nodes_) a.node_names.push_back(n["metadata"]["name"].get<std::string>());
+    std::vector<std::string> names;
+    for (const Json& n : nodes_) names.push_back(n["metadata"]["name"].get<std::string>());
+    a.SetNodeNames(std::move(names));
     return a;
   }
 
   static std::vector<std::string> Passed(const ExtenderArgs& a, const FilterDecision& d) {
     std::vector<std::string> out;
-    for (int i : d.passed) out.push_back(a.node_names[static_cast<size_t>(i)]);
+    for (int i : d.passed) out.push_back(a.node_names()[static_cast<size_t>(i)]);
     return out;
   }
   static std::map<std::string, std::string> Failed(const ExtenderArgs& a, const FilterDecision& d) {
     std::map<std::string, std::string> out;
-    for (const auto& [i, r] : d.failed) out[a.node_names[static_cast<size_t>(i)]] = *r;
+    for (const auto& [i, r] : d.failed) out[a.node_names()[static_cast<size_t>(i)]] = *r;
     return out;
   }
 
@@ -117,9 +120,25 @@ TEST_F(ExtenderTest, PodWithoutGpusPassesUntouched) {
   EXPECT_TRUE(d.failed.empty());
 }
 
+// The name -> node resolution is memoised in the (shared) name list per view: a request against a
+// newer view must not see the ids of an older one.
+TEST_F(ExtenderTest, NameResolutionIsRememberedPerView) {
+  auto a = Args(MakePod("ml", "one", 1));
+  const auto before = Failed(a, ext_->Filter(*view_, a));
+  ASSERT_FALSE(before.empty());
+  EXPECT_EQ(view_->Resolve(*a.nodes), view_->Resolve(*a.nodes));  // the memo, not a new vector
+  auto empty = BuildView({}, {}, {}, ViewOptions{});
+  const FilterDecision none_known = ext_->Filter(*empty, a);  // unknown nodes: no opinion
+  EXPECT_TRUE(none_known.failed.empty());
+  EXPECT_EQ(none_known.passed.size(), a.node_names().size());
+  EXPECT_EQ(Failed(a, ext_->Filter(*view_, a)), before);
+}
+
 TEST_F(ExtenderTest, GpuPodKeptOffReservedAndSpareNodes) {
   auto a = Args(MakePod("ml", "one", 1));
-  a.node_names.push_back("cpu-only");  // not a GPU node we know: no opinion
+  std::vector<std::string> names = a.node_names();
+  names.push_back("cpu-only");  // not a GPU node we know: no opinion
+  a.SetNodeNames(std::move(names));
   FilterDecision d = ext_->Filter(*view_, a);
   auto failed = Failed(a, d);
   EXPECT_EQ(failed.size(), 5u);
@@ -145,7 +164,7 @@ TEST_F(ExtenderTest, KeepOffSparesCanBeDisabled) {
 
 TEST_F(ExtenderTest, PrioritizePacksIntoPartlyUsedNodesOfBusyDomains) {
   auto a = Args(MakePod("ml", "one", 1));
-  a.node_names = {"r001-n02", "r000-n03", "r000-n02", "r001-n05", "unknown"};
+  a.SetNodeNames({"r001-n02", "r000-n03", "r000-n02", "r001-n05", "unknown"});
   auto scores = ext_->Prioritize(*view_, a);
   ASSERT_EQ(scores.size(), 5u);
   EXPECT_EQ(scores[2], 10);           // the partly used node
@@ -153,7 +172,7 @@ TEST_F(ExtenderTest, PrioritizePacksIntoPartlyUsedNodesOfBusyDomains) {
   for (int s : scores) EXPECT_LE(s, 10);
   for (int i : {0, 1, 3}) EXPECT_GE(scores[static_cast<size_t>(i)], 1);
   // Among empty nodes: the busier rack first, the spare last.
-  a.node_names = {"r001-n02", "r000-n03", "r001-n05"};
+  a.SetNodeNames({"r001-n02", "r000-n03", "r001-n05"});
   scores = ext_->Prioritize(*view_, a);
   EXPECT_EQ(scores[1], 10);
   EXPECT_GT(scores[1], scores[0]);
@@ -177,12 +196,38 @@ TEST(RankNormalizeTest, KeepsOrderAcrossTiers) {
   EXPECT_TRUE(std::is_sorted(s.begin(), s.end()));
 }
 
+// Against the definition, computed the obvious way (sort + unique + lower_bound), on random scores
+// with few and with many distinct values, up to the full int64 range.
+TEST(RankNormalizeTest, MatchesTheDefinitionOnRandomScores) {
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 200; ++round) {
+    const size_t n = rng() % 300;
+    const int64_t range = round % 3 == 0 ? 5 : round % 3 == 1 ? 1'000'000 : INT64_MAX;
+    std::vector<int64_t> raw(n);
+    for (auto& v : raw) v = rng() % 5 == 0 ? -1 : static_cast<int64_t>(rng() % static_cast<uint64_t>(range));
+    std::vector<int64_t> levels;
+    for (int64_t v : raw) {
+      if (v >= 0) levels.push_back(v);
+    }
+    std::sort(levels.begin(), levels.end());
+    levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+    std::vector<int> want(n, 0);
+    const auto top = static_cast<int64_t>(levels.size()) - 1;
+    for (size_t i = 0; i < n; ++i) {
+      if (raw[i] < 0) continue;
+      const auto rank = std::lower_bound(levels.begin(), levels.end(), raw[i]) - levels.begin();
+      want[i] = top == 0 ? 10 : 1 + static_cast<int>(rank * 9 / top);
+    }
+    ASSERT_EQ(RankNormalizeScores(raw), want) << "round " << round;
+  }
+}
+
 TEST_F(ExtenderTest, LinearNormalizationIsAvailable) {
   options_.normalization = ScoreNormalization::kLinear;
   auto e = Extender::Create(options_);
   ASSERT_TRUE(e.ok());
   auto a = Args(MakePod("ml", "one", 1));
-  a.node_names = {"r001-n02", "r000-n03", "r000-n02"};
+  a.SetNodeNames({"r001-n02", "r000-n03", "r000-n02"});
   EXPECT_EQ((*e)->Prioritize(*view_, a), (std::vector<int>{1, 1, 10}));
 }
 
@@ -191,7 +236,7 @@ TEST_F(ExtenderTest, PrioritizeWithSpreadPolicyPrefersEmptyNodes) {
   auto e = Extender::Create(options_);
   ASSERT_TRUE(e.ok());
   auto a = Args(MakePod("ml", "one", 1));
-  a.node_names = {"r000-n02", "r000-n03"};
+  a.SetNodeNames({"r000-n02", "r000-n03"});
   auto scores = (*e)->Prioritize(*view_, a);
   EXPECT_LT(scores[0], scores[1]);
 }

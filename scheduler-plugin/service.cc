@@ -8,19 +8,21 @@ Response BadRequest(const Status& s) { return {400, ErrorBody(s.message())}; }
 }  // namespace
 
 Response Service::Filter(std::string_view body) const {
-  auto args = ParseExtenderArgs(body, extender_->options().gpu_resource);
+  auto args = ParseExtenderArgs(body, extender_->options().gpu_resource, &node_names_);
   if (!args.ok()) return BadRequest(args.status());
   const auto view = views_->View();
   const FilterDecision d = extender_->Filter(*view, *args);
   if (metrics_ != nullptr) metrics_->ObserveFilter(d.passed.size(), d.failed.size());
+  const NodeNameList& nodes = *args->nodes;
   FilterReply reply;
+  reply.names_are_literals = true;
   reply.failed.reserve(d.failed.size());
   for (const auto& [i, reason] : d.failed) {
-    reply.failed.emplace_back(args->node_names[static_cast<size_t>(i)], *reason);
+    reply.failed.emplace_back(nodes.Literal(static_cast<size_t>(i)), *reason);
   }
   if (args->node_cache_capable || !args->has_nodes) {
     reply.passed.reserve(d.passed.size());
-    for (int i : d.passed) reply.passed.emplace_back(args->node_names[static_cast<size_t>(i)]);
+    for (int i : d.passed) reply.passed.emplace_back(nodes.Literal(static_cast<size_t>(i)));
     return {200, SerializeFilterResult(reply)};
   }
   // Full-Nodes mode (slow path): the reply carries the passed node objects themselves.
@@ -38,7 +40,7 @@ Response Service::Filter(std::string_view body) const {
   }
   std::vector<const Json*> passed;
   if (items != nullptr) {
-    std::vector<bool> ok(args->node_names.size(), false);
+    std::vector<bool> ok(nodes.size(), false);
     for (int i : d.passed) ok[static_cast<size_t>(i)] = true;
     size_t k = 0;  // node_names holds the named items in order
     for (const Json& n : *items) {
@@ -52,11 +54,11 @@ Response Service::Filter(std::string_view body) const {
 }
 
 Response Service::Prioritize(std::string_view body) const {
-  auto args = ParseExtenderArgs(body, extender_->options().gpu_resource);
+  auto args = ParseExtenderArgs(body, extender_->options().gpu_resource, &node_names_);
   if (!args.ok()) return BadRequest(args.status());
   const auto view = views_->View();
   const std::vector<int> scores = extender_->Prioritize(*view, *args);
-  return {200, SerializeHostPriorityList(args->node_names, scores)};
+  return {200, SerializeHostPriorities(*args->nodes, scores)};
 }
 
 Response Service::Bind(std::string_view body) const {

@@ -38,12 +38,17 @@ class Service {
   Response Handle(std::string_view verb, std::string_view body) const;
 
   bool Ready() const { return views_->Ready(); }
+  // Requests whose NodeNames were parsed before (kube-scheduler repeats them cycle after cycle).
+  int64_t NodeNamesCacheHits() const { return node_names_.hits(); }
 
  private:
   const Extender* extender_;
   ViewSource* views_;
   kube::Client* client_;
   Metrics* metrics_;
+  // Recent NodeNames arrays: the filter's (all nodes) and the prioritize's (those that passed), for
+  // a pod or two in flight.
+  mutable NodeNamesCache node_names_{4};
 };
 
 }  // namespace nvl72::extender

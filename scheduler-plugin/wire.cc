@@ -216,12 +216,24 @@ class Scanner {
         } while (Eat(','));
         return Eat(']');
       }
-      case '"': return String(&scratch_);
+      case '"': return SkipString();
       case 't': return Literal("true");
       case 'f': return Literal("false");
       case 'n': return Literal("null");
       default: return Number();
     }
+  }
+
+  // A string literal, validated but not kept: plain bytes are only scanned (node names are all
+  // plain); a literal with escapes or non-ASCII bytes goes through String().
+  bool SkipString() {
+    const char* q = p_ + 1;
+    while (q < end_ && PlainJsonByte(*q)) ++q;
+    if (q < end_ && *q == '"') {
+      p_ = q + 1;
+      return true;
+    }
+    return String(&scratch_);
   }
 
   bool Literal(std::string_view lit) {
@@ -303,7 +315,8 @@ std::string Lower(std::string s) {
 }
 
 void AppendReasonMap(std::string& out, const char* field,
-                     const std::vector<std::pair<std::string_view, std::string_view>>& entries) {
+                     const std::vector<std::pair<std::string_view, std::string_view>>& entries,
+                     bool literal_names) {
   out += '"';
   out += field;
   out += "\":{";
@@ -311,19 +324,29 @@ void AppendReasonMap(std::string& out, const char* field,
   // Thousands of nodes share a handful of reasons: escape each once, not once per node.
   // Keyed by the reason's address; the stored length tells two views of one buffer apart.
   std::unordered_map<const char*, std::pair<size_t, std::string>> escaped;
+  std::string_view last_reason;
+  const std::string* last_json = nullptr;
   for (const auto& [node, reason] : entries) {
     if (!first) out += ',';
     first = false;
-    AppendJsonString(out, node);
-    out += ':';
-    auto [it, inserted] = escaped.try_emplace(reason.data());
-    auto& [length, json] = it->second;
-    if (inserted || length != reason.size()) {
-      length = reason.size();
-      json.clear();
-      AppendJsonString(json, reason);
+    if (literal_names) {
+      out.append(node);
+    } else {
+      AppendJsonString(out, node);
     }
-    out += json;
+    out += ':';
+    if (last_json == nullptr || reason.data() != last_reason.data() || reason.size() != last_reason.size()) {
+      auto [it, inserted] = escaped.try_emplace(reason.data());
+      auto& [length, json] = it->second;
+      if (inserted || length != reason.size()) {
+        length = reason.size();
+        json.clear();
+        AppendJsonString(json, reason);
+      }
+      last_reason = reason;
+      last_json = &json;
+    }
+    out += *last_json;
   }
   out += '}';
 }
@@ -447,7 +470,30 @@ PodInfo PodInfoFromJsonChecked(const Json& pod, std::string_view gpu_resource, b
 }
 }  // namespace
 
-StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body, std::string_view gpu_resource) {
+namespace {
+// Parses a NodeNames array (exactly the bytes from '[' to ']'): the names and their literals.
+std::shared_ptr<NodeNameList> ParseNodeNamesArray(std::string_view raw) {
+  auto list = std::make_shared<NodeNameList>();
+  Scanner sc(raw);
+  if (!sc.Eat('[')) return nullptr;
+  list->literals.reserve(raw.size());
+  if (!sc.Eat(']')) {
+    do {
+      sc.Ws();
+      const char* begin = sc.pos();
+      list->names.emplace_back();
+      if (!sc.String(&list->names.back())) return nullptr;
+      list->literals.append(begin, sc.pos());
+      list->literal_end.push_back(static_cast<uint32_t>(list->literals.size()));
+    } while (sc.Eat(','));
+    if (!sc.Eat(']')) return nullptr;
+  }
+  return sc.AtEnd() ? list : nullptr;
+}
+}  // namespace
+
+StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body, std::string_view gpu_resource,
+                                         NodeNamesCache* cache) {
   ExtenderArgs args;
   Scanner sc(body);
   auto bad = [&](const std::string& what) {
@@ -478,32 +524,40 @@ StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body, std::string_view
           saw_pod = true;
         } else {
           args.has_nodes = true;
-          args.node_names.clear();
+          std::vector<std::string> names;
           const Json& items = kube::AtPath(value, "/items");
           if (!items.is_null() && !items.is_array()) return bad("Nodes.items must be an array");
           if (items.is_array()) {
             for (const Json& n : items) {
               const Json& name = kube::AtPath(n, "/metadata/name");
               if (!name.is_string()) return bad("Nodes.items entries need metadata.name");
-              args.node_names.push_back(name.get<std::string>());
+              names.push_back(name.get<std::string>());
             }
           }
+          args.SetNodeNames(std::move(names));
         }
       } else if (field == "nodenames") {
         if (sc.Peek('n')) {
           if (!sc.Literal("null")) return bad("malformed JSON");
           continue;
         }
-        if (!sc.Eat('[')) return bad("NodeNames must be an array of strings");
+        if (!sc.Peek('[')) return bad("NodeNames must be an array of strings");
         args.node_cache_capable = true;
-        args.node_names.clear();
-        if (!sc.Eat(']')) {
-          do {
-            args.node_names.emplace_back();
-            if (!sc.String(&args.node_names.back())) return bad("NodeNames must be an array of strings");
-          } while (sc.Eat(','));
-          if (!sc.Eat(']')) return bad("NodeNames must be an array of strings");
+        const char* begin = sc.pos();
+        const size_t at = sc.offset();
+        if (!sc.Skip()) return bad("NodeNames must be an array of strings");
+        const std::string_view raw(begin, static_cast<size_t>(sc.pos() - begin));
+        std::shared_ptr<const NodeNameList> list = cache != nullptr ? cache->Find(raw) : nullptr;
+        if (list == nullptr) {
+          std::shared_ptr<NodeNameList> parsed = ParseNodeNamesArray(raw);
+          if (parsed == nullptr) {
+            return InvalidArgumentError("NodeNames must be an array of strings (at byte " +
+                                        std::to_string(at) + ")");
+          }
+          list = std::move(parsed);
+          if (cache != nullptr) cache->Insert(raw, list);
         }
+        args.nodes = std::move(list);
       } else if (!sc.Skip()) {
         return bad("malformed JSON in " + key);
       }
@@ -618,12 +672,16 @@ std::string SerializeFilterResult(const FilterReply& reply) {
   for (auto n : reply.passed) {
     if (!first) out += ',';
     first = false;
-    AppendJsonString(out, n);
+    if (reply.names_are_literals) {
+      out.append(n);
+    } else {
+      AppendJsonString(out, n);
+    }
   }
   out += "],";
-  AppendReasonMap(out, "FailedNodes", reply.failed);
+  AppendReasonMap(out, "FailedNodes", reply.failed, reply.names_are_literals);
   out += ',';
-  AppendReasonMap(out, "FailedAndUnresolvableNodes", reply.unresolvable);
+  AppendReasonMap(out, "FailedAndUnresolvableNodes", reply.unresolvable, reply.names_are_literals);
   out += ",\"Error\":";
   AppendJsonString(out, reply.error);
   out += '}';
@@ -640,9 +698,9 @@ std::string SerializeFilterResultFullNodes(const std::vector<const Json*>& passe
     out += n->dump(-1, ' ', false, Json::error_handler_t::replace);
   }
   out += "]},\"NodeNames\":null,";
-  AppendReasonMap(out, "FailedNodes", reply.failed);
+  AppendReasonMap(out, "FailedNodes", reply.failed, reply.names_are_literals);
   out += ',';
-  AppendReasonMap(out, "FailedAndUnresolvableNodes", reply.unresolvable);
+  AppendReasonMap(out, "FailedAndUnresolvableNodes", reply.unresolvable, reply.names_are_literals);
   out += ",\"Error\":";
   AppendJsonString(out, reply.error);
   out += '}';
@@ -670,6 +728,63 @@ std::string SerializeHostPriorityList(const std::vector<std::string>& hosts,
   }
   out += ']';
   return out;
+}
+
+std::string SerializeHostPriorities(const NodeNameList& hosts, const std::vector<int>& scores) {
+  std::string out;
+  out.reserve(2 + hosts.literals.size() + hosts.size() * 24);
+  out += '[';
+  constexpr std::string_view kHost = "{\"Host\":";
+  constexpr std::string_view kScore = ",\"Score\":";
+  std::array<char, 16> num{};
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (i) out += ',';
+    out.append(kHost);
+    out.append(hosts.Literal(i));
+    out.append(kScore);
+    const auto [end, ec] = std::to_chars(num.data(), num.data() + num.size(), i < scores.size() ? scores[i] : 0);
+    out.append(num.data(), static_cast<size_t>(end - num.data()));
+    out += '}';
+  }
+  out += ']';
+  return out;
+}
+
+std::shared_ptr<NodeNameList> NodeNameList::FromNames(std::vector<std::string> names) {
+  auto list = std::make_shared<NodeNameList>();
+  list->literal_end.reserve(names.size());
+  for (const std::string& n : names) {
+    AppendJsonString(list->literals, n);
+    list->literal_end.push_back(static_cast<uint32_t>(list->literals.size()));
+  }
+  list->names = std::move(names);
+  return list;
+}
+
+std::shared_ptr<const NodeNameList> NodeNamesCache::Find(std::string_view raw) const {
+  const size_t h = std::hash<std::string_view>{}(raw);
+  std::lock_guard<std::mutex> l(mu_);
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].hash != h || entries_[i].raw != raw) continue;
+    std::rotate(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(i),
+                entries_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    ++hits_;
+    return entries_.front().list;
+  }
+  return nullptr;
+}
+
+void NodeNamesCache::Insert(std::string_view raw, std::shared_ptr<const NodeNameList> list) {
+  if (capacity_ == 0) return;
+  Entry e{std::hash<std::string_view>{}(raw), std::string(raw), std::move(list)};
+  std::lock_guard<std::mutex> l(mu_);
+  if (entries_.size() >= capacity_) entries_.pop_back();
+  entries_.insert(entries_.begin(), std::move(e));
+}
+
+int64_t NodeNamesCache::hits() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return hits_;
 }
 
 std::string SerializeBindingResult(std::string_view error) {

@@ -14,6 +14,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -45,20 +47,74 @@ struct PodInfo {
 // PodInfo from a whole v1.Pod object (the slow paths: bind, preempt, caches).
 PodInfo PodInfoFromJson(const Json& pod, std::string_view gpu_resource);
 
+// The node names of one filter/prioritize request. Immutable once built and shared: kube-scheduler
+// sends the same NodeNames (all nodes to filter, the passed ones to prioritize) cycle after cycle,
+// so a request whose NodeNames are byte for byte those of a recent one reuses the parse
+// (NodeNamesCache) and, per cluster view, the name -> node resolution (`resolved`, see
+// scheduler-plugin/extender.h).
+struct NodeNameList {
+  std::vector<std::string> names;  // unescaped, in request order
+  // Every name as a JSON string literal (quotes included) back to back, and where each one ends:
+  // replies echo the request's own literals instead of escaping every name again.
+  std::string literals;
+  std::vector<uint32_t> literal_end;
+
+  // Builds the list from names (literals escaped here).
+  static std::shared_ptr<NodeNameList> FromNames(std::vector<std::string> names);
+  size_t size() const { return names.size(); }
+  std::string_view Literal(size_t i) const {
+    const uint32_t begin = i == 0 ? 0 : literal_end[i - 1];
+    return std::string_view(literals).substr(begin, literal_end[i] - begin);
+  }
+
+  // Resolution memo, filled by the extender: NodeIds of `names` in the view whose generation is
+  // `resolved_generation` (0 = none yet). Guarded by `resolved_mu`.
+  mutable std::mutex resolved_mu;
+  mutable uint64_t resolved_generation = 0;
+  mutable std::shared_ptr<const std::vector<int32_t>> resolved;
+};
+
+// Recently seen NodeNames arrays (their exact bytes) and their parses. Thread-safe.
+class NodeNamesCache {
+ public:
+  explicit NodeNamesCache(size_t capacity = 4) : capacity_(capacity) {}
+  // The parse of exactly these bytes, or nullptr.
+  std::shared_ptr<const NodeNameList> Find(std::string_view raw) const;
+  void Insert(std::string_view raw, std::shared_ptr<const NodeNameList> list);
+  int64_t hits() const;
+
+ private:
+  struct Entry {
+    size_t hash;
+    std::string raw;
+    std::shared_ptr<const NodeNameList> list;
+  };
+  const size_t capacity_;
+  mutable std::mutex mu_;
+  mutable std::vector<Entry> entries_;  // most recently used first
+  mutable int64_t hits_ = 0;
+};
+
 // ExtenderArgs of the filter and prioritize verbs.
 struct ExtenderArgs {
   PodInfo pod;
   // True when the request carries "NodeNames" (nodeCacheCapable); false when it carries
   // "Nodes": {"items": [...]} (full-Nodes mode) or neither (zero nodes).
   bool node_cache_capable = false;
-  bool has_nodes = false;               // "Nodes" was a non-null object
-  std::vector<std::string> node_names;  // NodeNames, or metadata.name of each Nodes.items entry
+  bool has_nodes = false;  // "Nodes" was a non-null object
+  // NodeNames, or metadata.name of each Nodes.items entry. Never null.
+  std::shared_ptr<const NodeNameList> nodes = std::make_shared<NodeNameList>();
+
+  const std::vector<std::string>& node_names() const { return nodes->names; }
+  void SetNodeNames(std::vector<std::string> names) { nodes = NodeNameList::FromNames(std::move(names)); }
 };
 
 // Parses a filter/prioritize request body. `gpu_resource` is the extended resource counted as GPUs.
+// With a `cache`, a NodeNames array seen recently is not parsed again (the cached list is shared).
 // Errors (kInvalidArgument): not JSON, not an object, no Pod, NodeNames not an array of strings,
 // Nodes.items entries without a name, an unparsable GPU quantity.
-StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body, std::string_view gpu_resource);
+StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body, std::string_view gpu_resource,
+                                         NodeNamesCache* cache = nullptr);
 
 // ExtenderBindingArgs.
 struct BindingArgs {
@@ -86,6 +142,9 @@ StatusOr<PreemptionArgs> ParsePreemptionArgs(std::string_view body, std::string_
 // Views into strings the caller keeps alive until serialized. Reasons are usually shared by many
 // nodes (one per job or domain): the serializer escapes a run of the same reason once.
 struct FilterReply {
+  // True when the node names in `passed` and `failed` are JSON string literals already (quotes
+  // included: NodeNameList::Literal), written as they are; false: plain names, escaped here.
+  bool names_are_literals = false;
   std::vector<std::string_view> passed;
   std::vector<std::pair<std::string_view, std::string_view>> failed;
   std::vector<std::pair<std::string_view, std::string_view>> unresolvable;
@@ -100,6 +159,8 @@ std::string SerializeFilterResultFullNodes(const std::vector<const Json*>& passe
 // HostPriorityList.
 std::string SerializeHostPriorityList(const std::vector<std::string>& hosts,
                                       const std::vector<int>& scores);
+// The same for the request's nodes, echoing their JSON literals.
+std::string SerializeHostPriorities(const NodeNameList& hosts, const std::vector<int>& scores);
 // ExtenderBindingResult.
 std::string SerializeBindingResult(std::string_view error);
 // ExtenderPreemptionResult (always the meta form).

@@ -17,7 +17,7 @@ TEST(WireTest, ParsesGoFieldNamesAndPodFields) {
   ASSERT_TRUE(args.ok()) << args.status();
   EXPECT_TRUE(args->node_cache_capable);
   EXPECT_FALSE(args->has_nodes);
-  EXPECT_EQ(args->node_names, (std::vector<std::string>{"a", "b", "r000-n05"}));
+  EXPECT_EQ(args->node_names(), (std::vector<std::string>{"a", "b", "r000-n05"}));
   EXPECT_EQ(args->pod.ns, "ml");
   EXPECT_EQ(args->pod.name, "job-3");
   EXPECT_EQ(args->pod.uid, "uid-ml-job-3");
@@ -34,12 +34,12 @@ TEST(WireTest, ParsesLowercaseAndMixedCaseTopLevelNames) {
   ASSERT_TRUE(args.ok()) << args.status();
   EXPECT_EQ(args->pod.name, "p");
   EXPECT_EQ(args->pod.gpus, 1);
-  EXPECT_EQ(args->node_names, std::vector<std::string>{"x"});
+  EXPECT_EQ(args->node_names(), std::vector<std::string>{"x"});
   Json req2 = {{"POD", MakePod("ns", "q", 2)}, {"nodeNames", {"y", "z"}}};
   auto args2 = ParseExtenderArgs(req2.dump(), "nvidia.com/gpu");
   ASSERT_TRUE(args2.ok()) << args2.status();
   EXPECT_EQ(args2->pod.name, "q");
-  EXPECT_EQ(args2->node_names.size(), 2u);
+  EXPECT_EQ(args2->node_names().size(), 2u);
 }
 
 TEST(WireTest, EscapedNodeNamesAndWhitespace) {
@@ -47,7 +47,7 @@ TEST(WireTest, EscapedNodeNamesAndWhitespace) {
       " { \"NodeNames\" : [ \"a\\u0041\" , \"b\\\"c\\n\", \"\\ud83d\\ude00\" ] ,\n \"Pod\" : { } } ",
       "nvidia.com/gpu");
   ASSERT_TRUE(args.ok()) << args.status();
-  EXPECT_EQ(args->node_names, (std::vector<std::string>{"aA", "b\"c\n", "\xF0\x9F\x98\x80"}));
+  EXPECT_EQ(args->node_names(), (std::vector<std::string>{"aA", "b\"c\n", "\xF0\x9F\x98\x80"}));
   EXPECT_FALSE(ParseExtenderArgs(R"({"Pod": {}, "NodeNames": ["\ud83d"]})", "nvidia.com/gpu").ok());
   EXPECT_FALSE(ParseExtenderArgs(R"({"Pod": {}, "NodeNames": ["\q"]})", "nvidia.com/gpu").ok());
   EXPECT_FALSE(ParseExtenderArgs(R"({"Pod": {}, "x": 01})", "nvidia.com/gpu").ok());
@@ -62,7 +62,7 @@ TEST(WireTest, FullNodesModeReadsItemNames) {
   ASSERT_TRUE(args.ok()) << args.status();
   EXPECT_FALSE(args->node_cache_capable);
   EXPECT_TRUE(args->has_nodes);
-  EXPECT_EQ(args->node_names, (std::vector<std::string>{"n1", "n2"}));
+  EXPECT_EQ(args->node_names(), (std::vector<std::string>{"n1", "n2"}));
 }
 
 TEST(WireTest, GpuRequestFromLimitsAndInitContainers) {
@@ -80,7 +80,7 @@ TEST(WireTest, GpuRequestFromLimitsAndInitContainers) {
   auto args2 = ParseExtenderArgs(Json{{"Pod", pod}}.dump(), "nvidia.com/gpu");
   ASSERT_TRUE(args2.ok());
   EXPECT_EQ(args2->pod.gpus, 3);
-  EXPECT_TRUE(args2->node_names.empty());
+  EXPECT_TRUE(args2->node_names().empty());
 }
 
 TEST(WireTest, MalformedRequestsAreErrorsNotCrashes) {
@@ -130,10 +130,10 @@ TEST(WireTest, NodeNamesMustBeValidUtf8) {
   auto args = ParseExtenderArgs(R"({"Pod":)" + pod + R"(,"NodeNames":[")" + good + R"("]})",
                                 "nvidia.com/gpu");
   ASSERT_TRUE(args.ok()) << args.status();
-  ASSERT_EQ(args->node_names.size(), 1u);
-  EXPECT_EQ(args->node_names[0], good);
+  ASSERT_EQ(args->node_names().size(), 1u);
+  EXPECT_EQ(args->node_names()[0], good);
   FilterReply r;
-  r.passed = {args->node_names[0]};
+  r.passed = {args->node_names()[0]};
   EXPECT_EQ(Json::parse(SerializeFilterResult(r)).at("NodeNames"), Json({good}));
 }
 
@@ -178,6 +178,58 @@ TEST(WireTest, HostPriorityListRoundTrip) {
   const Json j = Json::parse(SerializeHostPriorityList({"a", "b"}, {7, 0}));
   EXPECT_EQ(j, Json::parse(R"([{"Host":"a","Score":7},{"Host":"b","Score":0}])"));
   EXPECT_EQ(SerializeHostPriorityList({}, {}), "[]");
+}
+
+// Replies echo the request's own name literals: the same JSON as escaping the parsed names again,
+// whatever escapes the scheduler used.
+TEST(WireTest, RepliesEchoTheRequestsNameLiterals) {
+  const std::string body =
+      R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":[ "plain" , "q\"uote","\u0041b","tab\t"]})";
+  auto args = ParseExtenderArgs(body, "nvidia.com/gpu");
+  ASSERT_TRUE(args.ok()) << args.status();
+  const NodeNameList& nodes = *args->nodes;
+  ASSERT_EQ(nodes.size(), 4u);
+  EXPECT_EQ(nodes.Literal(0), R"("plain")");
+  EXPECT_EQ(nodes.Literal(2), R"("\u0041b")");
+  EXPECT_EQ(nodes.names[2], "Ab");
+  const std::vector<int> scores = {1, 2, 3, 4};
+  EXPECT_EQ(Json::parse(SerializeHostPriorities(nodes, scores)),
+            Json::parse(SerializeHostPriorityList(nodes.names, scores)));
+  FilterReply literal, plain;
+  literal.names_are_literals = true;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    (i % 2 ? literal.failed.emplace_back(nodes.Literal(i), "why")
+           : literal.failed.emplace_back(nodes.Literal(i), "because"));
+    (i % 2 ? plain.failed.emplace_back(nodes.names[i], "why") : plain.failed.emplace_back(nodes.names[i], "because"));
+  }
+  literal.passed = {nodes.Literal(1)};
+  plain.passed = {nodes.names[1]};
+  EXPECT_EQ(Json::parse(SerializeFilterResult(literal)), Json::parse(SerializeFilterResult(plain)));
+  // Built from names (full-Nodes mode, tests): the literals are escaped there.
+  auto built = NodeNameList::FromNames({"a\"b", "c"});
+  EXPECT_EQ(built->Literal(0), R"("a\"b")");
+  EXPECT_EQ(built->Literal(1), R"("c")");
+}
+
+TEST(WireTest, NodeNamesCacheSharesTheParseOfIdenticalArrays) {
+  NodeNamesCache cache(2);
+  const std::string a = R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":["n1","n2"]})";
+  const std::string a_again = R"({"NodeNames":["n1","n2"],"Pod":{"metadata":{"name":"q"}}})";
+  const std::string b = R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":["n1","n3"]})";
+  auto first = ParseExtenderArgs(a, "nvidia.com/gpu", &cache);
+  auto second = ParseExtenderArgs(a_again, "nvidia.com/gpu", &cache);
+  auto other = ParseExtenderArgs(b, "nvidia.com/gpu", &cache);
+  ASSERT_TRUE(first.ok() && second.ok() && other.ok());
+  EXPECT_EQ(first->nodes, second->nodes);  // the same shared list
+  EXPECT_EQ(second->pod.name, "q");
+  EXPECT_NE(first->nodes, other->nodes);
+  EXPECT_EQ(other->node_names(), (std::vector<std::string>{"n1", "n3"}));
+  EXPECT_EQ(cache.hits(), 1);
+  // A malformed array is an error whether or not a cache is given, and is not cached.
+  const std::string bad = R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":["n1",2]})";
+  EXPECT_FALSE(ParseExtenderArgs(bad, "nvidia.com/gpu", &cache).ok());
+  EXPECT_FALSE(ParseExtenderArgs(bad, "nvidia.com/gpu", &cache).ok());
+  EXPECT_EQ(cache.hits(), 1);
 }
 
 TEST(WireTest, BindingArgsCaseInsensitive) {
