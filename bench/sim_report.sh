@@ -205,9 +205,9 @@ sweep_table() {  # sweep_table PREEMPTIBLE_MAX_GPUS MTBFS
   echo
   echo "Jobs of at most $LEND_GPUS GPUs are marked preemptible: nodes they hold count toward nvl72's"
   echo "spare reserve and recovery may evict them (they lose the work since their checkpoint and are"
-  echo "requeued). The trace does not say which jobs are preemptible; this is the DESIGN.md option of"
-  echo "lending the reserve, not the default. Defragmentation is off here (\`--defrag off\`): it has"
-  echo "its own section below."
+  echo "requeued). The trace does not say which jobs are preemptible; this measures lending the reserve"
+  echo "to work that can give it back (an option of the design), not the default. Defragmentation is"
+  echo "off here (\`--defrag off\`): it has its own section below."
   sweep_table "$LEND_GPUS" "$LEND_MTBFS"
   echo
   echo "Replay time (cluster04, 8 racks, all four policies, one process): ${REPLAY_S} s wall, ${REPLAY_CPU_S} s CPU (best of 3; load average ${LOADAVG})."

@@ -54,7 +54,7 @@ struct DefragBudget {
 
 struct SimOptions {
   ClusterShape cluster;
-  double cross_domain_speed = 0.57;  // 1 - 0.43 (DESIGN.md: NVLink -> InfiniBand throughput loss)
+  double cross_domain_speed = 0.57;  // 1 - 0.43 (NVLink -> InfiniBand loss; docs/simulator.md)
   double mtbf_hours = 12669;         // per 4-GPU node, from Llama 3 (see docs/simulator.md)
   double repair_hours = 24;
   double checkpoint_minutes = 30;

@@ -11,6 +11,10 @@
 #     ServiceAccount's token and takes its own Lease (proves config + RBAC);
 #  6. `helm upgrade` changes replicas and flags; `helm uninstall` leaves nothing of the release
 #     behind (the CRD stays, by design: docs/helm.md).
+# With OPERATOR_BINARY and EXTENDER_BINARY (host builds), after install and after upgrade: both
+# binaries accept every flag the chart renders for their container.
+#
+#   tests/e2e/helm_e2e_test.sh [OPERATOR_BINARY EXTENDER_BINARY]
 # Needs: scripts/build-tools components (built on demand by local-cluster). No container runs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -20,6 +24,7 @@ source "$root/scripts/versions.env"
 chart=$root/charts/nvl72-operator
 state=$(mktemp -d "${TMPDIR:-/tmp}/nvl72-helm-e2e.XXXXXX")
 ns=nvl72-system rel=nvl72
+op_bin=${1:-} ext_bin=${2:-}
 t0=$(date +%s)
 sched_pid=
 ok() { printf '[helm_e2e +%ss] ok: %s\n' "$(($(date +%s) - t0))" "$*"; }
@@ -41,6 +46,30 @@ trap cleanup EXIT
 wait_until() { # TIMEOUT_S CMD...
   local deadline=$(($(date +%s) + $1)); shift
   until "$@"; do (($(date +%s) < deadline)) || return 1; sleep 0.5; done
+}
+# check_rendered_flags WHEN: runs the host binaries with the args of their installed Deployment,
+# $(POD_NAME) and $(POD_NAMESPACE) made literal. `--version` must exit 0 (every flag name known, every
+# value of the right type); a missing kubeconfig must give exit 1, not 2: both binaries check all
+# flag values (the operator skips those checks under --version) before they read the kubeconfig, and
+# start nothing before that.
+check_rendered_flags() {
+  [[ -n $op_bin && -n $ext_bin ]] || { ok "no binaries given: rendered flags not run ($1)"; return; }
+  local comp deploy b rc out
+  local -a flags
+  for comp in operator extender; do
+    deploy=$rel-nvl72-operator b=$op_bin
+    [[ $comp == extender ]] && deploy=$rel-nvl72-operator-extender b=$ext_bin
+    mapfile -t flags < <(kubectl get deploy "$deploy" -n "$ns" \
+      -o jsonpath='{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}' |
+      sed -e "s/\$(POD_NAME)/$deploy-e2e/g" -e "s/\$(POD_NAMESPACE)/$ns/g")
+    ((${#flags[@]} >= 5)) || fail "$1: $deploy renders only ${#flags[@]} args: ${flags[*]}"
+    [[ ${flags[*]} != *'$('* ]] || fail "$1: $deploy args reference an unknown variable: ${flags[*]}"
+    out=$("$b" "${flags[@]}" --version 2>&1) || fail "$1: $comp refuses the chart's args: $out (args: ${flags[*]})"
+    rc=0
+    out=$("$b" "${flags[@]}" --kubeconfig="$state/no-such-kubeconfig" 2>&1) || rc=$?
+    ((rc == 1)) || fail "$1: $comp with the chart's args and no kubeconfig exits $rc, wanted 1 (2: a value refused): $out (args: ${flags[*]})"
+  done
+  ok "$1: nvl72-operator and nvl72-extender accept every arg the chart renders"
 }
 
 # --- 1. static checks --------------------------------------------------------------------------
@@ -123,6 +152,7 @@ grep -q "schedulerName: nvl72-scheduler" <<<"$cfg" || fail "scheduler profile mi
 grep -q "urlPrefix: \"http://$rel-nvl72-operator-extender.$ns.svc:8888\"" <<<"$cfg" || fail "extender URL: $cfg"
 grep -q "resourceName: $rel-nvl72-operator-scheduler" <<<"$cfg" || fail "scheduler lease: $cfg"
 ok "helm install: 3 Deployments, 2 Services, 3 ServiceAccounts, RBAC, scheduler config; pods non-root, read-only, no caps, seccomp"
+check_rendered_flags install
 
 # --- 4. RBAC ---------------------------------------------------------------------------------------
 can() { # SA VERB RESOURCE [extra kubectl auth can-i args]: exit 0 if allowed
@@ -216,6 +246,7 @@ op_args=$(kubectl get deploy "$op" -n "$ns" -o jsonpath='{.spec.template.spec.co
   fail "upgrade: recovery / defrag values not passed: $op_args"
 [[ $(count cm -n "$ns") == 1 ]] || fail "upgrade: the dashboard ConfigMap (now disabled) was not removed"
 ok "helm upgrade: revision 2, replicas and flags changed, disabled objects removed"
+check_rendered_flags upgrade
 
 out=$(helm uninstall "$rel" -n "$ns" --wait --timeout 60s 2>&1) || fail "helm uninstall: $out"
 left=""

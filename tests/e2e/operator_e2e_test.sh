@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # e2e of nvl72-operator on the real local control plane (kube-apiserver + etcd + kwok, 4 racks of
 # 18 nodes x 4 GPUs, no kube-scheduler): CRD validation, admission of the examples, waiting reason,
-# deletion frees capacity, SIGKILL in the middle of a burst.
+# `kubectl nvl72 jobs` found by kubectl's plugin discovery, a second replica standing by on the same
+# Lease, deletion frees capacity, SIGKILL in the middle of a burst.
 #
 #   tests/e2e/operator_e2e_test.sh OPERATOR_BINARY [EXTENDER_BINARY]
-# Env: OP_E2E_STATE=DIR reuses a running cluster (started with --racks 4) instead of starting one.
+# Env: OP_E2E_STATE=DIR reuses a running cluster (started with --racks 4) instead of starting one;
+# NVL72_CLI_BIN=PATH names kubectl-nvl72 (default: cli/kubectl-nvl72 of the operator's build).
 # The checks are on status.placement and the planned node of every pod (annotation nvl72.dev/node
 # and its required node affinity). With EXTENDER_BINARY (or $NVL72_EXTENDER_BIN), a last phase runs
 # nvl72-extender + a kube-scheduler with the nvl72-scheduler profile and checks that every rank pod
@@ -15,6 +17,10 @@ repo=$(cd "$here/../.." && pwd)
 bin=${1:-${NVL72_OPERATOR_BIN:-$repo/build/op/operator/nvl72-operator}}
 [[ -x $bin ]] || { echo "operator binary $bin not found" >&2; exit 2; }
 ext_bin=${2:-${NVL72_EXTENDER_BIN:-}}
+# kubectl-nvl72 of the same build, run through kubectl's plugin discovery.
+cli=${NVL72_CLI_BIN:-$(dirname "$bin")/../cli/kubectl-nvl72}
+[[ -x $cli ]] || { echo "kubectl-nvl72 not found at $cli (set NVL72_CLI_BIN)" >&2; exit 2; }
+cli_dir=$(cd "$(dirname "$cli")" && pwd)
 
 t0=$(date +%s)
 log() { printf '[operator-e2e %s +%ss] %s\n' "$(date +%H:%M:%S)" "$(($(date +%s) - t0))" "$*" >&2; }
@@ -37,13 +43,13 @@ source "$state/env"
 kc() { "$NVL72_KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 ns=op-e2e-$$
 workdir=$(mktemp -d /tmp/nvl72-op-e2e-work.XXXXXX)
-op_pid= ext_pid= sched_pid=
+op_pid= ext_pid= sched_pid= standby_pid=
 
 cleanup() {
   local rc=$?
   set +e  # best effort: a process that already exited must not change the result
   [[ -n $op_pid ]] && kill "$op_pid" 2>/dev/null && wait "$op_pid" 2>/dev/null
-  for p in $sched_pid $ext_pid; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  for p in $standby_pid $sched_pid $ext_pid; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
   if ((failures > 0)); then
     log "operator log (last 40 lines):"; tail -n 40 "$workdir"/operator*.log >&2 || true
   fi
@@ -164,6 +170,49 @@ check_pods_match ep-32 32
 check_pods_match tp-8-a 8
 kc -n "$ns" get svc moe-16 -o jsonpath='{.spec.clusterIP}' | grep -q None && ok "headless service" || fail "no headless service"
 kc -n "$ns" get nvj >&2
+
+log "kubectl nvl72 jobs, found by kubectl's plugin discovery on PATH"
+failures_before=$failures
+jobs_out=$(PATH="$cli_dir:$PATH" KUBECONFIG="$KUBECONFIG" "$NVL72_KUBECTL" nvl72 jobs -n "$ns" 2>&1) ||
+  fail "kubectl nvl72 jobs: $jobs_out"
+for j in moe-16 tp-8-a tp-8-b ep-32 too-big-17; do
+  # STATE and DOMAINS columns: the job's state, its domains without the common "<uuid>." prefix.
+  domains=$(kc -n "$ns" get nvj "$j" -o jsonpath='{range .status.placement.domains[*]}{@}{"\n"}{end}' |
+            sed 's/.*\.//' | paste -sd, -) || true
+  want="$(state_of "$j") ${domains:--}"
+  got=$(awk -v j="$j" '$1 == j { print $2, $6; exit }' <<<"$jobs_out")
+  [[ $got == "$want" ]] || fail "kubectl nvl72 jobs: $j shows \"$got\", wanted \"$want\": $jobs_out"
+done
+# The placement row of moe-16: its domain's nodes, 16 of them marked '#', and the ranks.
+row=$(grep -E "^ +moe-16 +[^ ]+ +\[[#.]+\] +ranks 0-15$" <<<"$jobs_out" || true)
+[[ $(tr -cd '#' <<<"$row" | wc -c) == 16 ]] ||
+  fail "kubectl nvl72 jobs: no placement row with 16 ranks 0-15 for moe-16: $jobs_out"
+((failures == failures_before)) && ok "kubectl nvl72 jobs (plugin discovery): state and domains of 5 jobs, moe-16's ranks"
+
+log "a second operator replica on the same Lease stands by"
+failures_before=$failures
+standby_health=$(free_port) standby_metrics=$(free_port)
+"$bin" --kubeconfig "$KUBECONFIG" --namespace "$ns" --metrics-addr "127.0.0.1:$standby_metrics" \
+  --health-addr "127.0.0.1:$standby_health" --leader-elect --lease-namespace "$ns" \
+  --lease-name nvl72-operator-e2e --admission-resync-seconds 5 --identity standby-e2e \
+  >"$workdir/operator-standby.log" 2>&1 &
+standby_pid=$!
+readyz=
+for _ in $(seq 1 150); do
+  readyz=$(curl -fsS "http://127.0.0.1:$standby_health/readyz" 2>/dev/null) && break
+  sleep 0.2
+done
+[[ $readyz == "ok standby" ]] || fail "standby /readyz: \"$readyz\", wanted \"ok standby\""
+leader_metric=$(curl -fsS "http://127.0.0.1:$standby_metrics/metrics" 2>/dev/null |
+                awk '$1 == "nvl72_operator_leader" { print $2 }') || true
+[[ $leader_metric == 0 ]] || fail "standby nvl72_operator_leader = \"$leader_metric\", wanted 0"
+[[ $(curl -fsS "http://127.0.0.1:$health_port/readyz" 2>/dev/null) == "ok leader" ]] ||
+  fail "the first operator no longer says \"ok leader\""
+kill -TERM "$standby_pid"; wait "$standby_pid" || fail "standby operator exit code $?"; standby_pid=
+[[ $(kc -n "$ns" get lease nvl72-operator-e2e -o jsonpath='{.spec.holderIdentity}') != standby-e2e ]] ||
+  fail "the standby holds the lease"
+((failures == failures_before)) &&
+  ok "standby replica: /readyz \"ok standby\", nvl72_operator_leader 0; the first still leads"
 
 log "deleting a job admits a waiting one"
 cat >"$workdir/waiter.yaml" <<YAML
