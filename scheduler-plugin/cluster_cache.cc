@@ -102,6 +102,16 @@ void ClusterCache::Assume(const std::string& pod_key, const std::string& node) {
   MarkDirty();
 }
 
+std::vector<ClusterCache::InformerReport> ClusterCache::Informers() const {
+  std::vector<InformerReport> out;
+  for (const auto& [name, inf] : {std::pair<const char*, const kube::Informer*>{"nodes", nodes_.get()},
+                                  {"pods", pods_.get()},
+                                  {"nvl72jobs", jobs_.get()}}) {
+    if (inf != nullptr) out.push_back({name, inf->Stats(), inf->Size()});
+  }
+  return out;
+}
+
 int64_t ClusterCache::rebuilds() const {
   std::lock_guard<std::mutex> l(mu_);
   return rebuilds_;

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "kube/client.h"
 #include "kube/clock.h"
@@ -88,6 +89,13 @@ class ClusterCache : public ViewSource {
 
   // Rebuilds the view now from the caches (tests; the thread does this on its own).
   void RebuildNow();
+  // Counters and cache size of each informer, by resource ("nodes", "pods", "nvl72jobs").
+  struct InformerReport {
+    std::string resource;
+    kube::InformerStats stats;
+    size_t objects = 0;
+  };
+  std::vector<InformerReport> Informers() const;
   int64_t rebuilds() const;
 
  private:

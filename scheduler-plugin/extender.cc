@@ -233,7 +233,7 @@ std::vector<int> Extender::Prioritize(const ClusterView& view, const ExtenderArg
 }
 
 std::string Extender::Bind(const ClusterView& view, const PodInfo* cached, const BindingArgs& args,
-                           kube::Client& client) const {
+                           kube::Client& client, std::string* job_key) const {
   PodInfo fetched;
   const PodInfo* pod = cached;
   if (pod == nullptr) {
@@ -246,6 +246,7 @@ std::string Extender::Bind(const ClusterView& view, const PodInfo* cached, const
     pod = &fetched;
   }
   if (pod->IsGang()) {
+    if (job_key != nullptr) *job_key = pod->ns + "/" + pod->job;
     const std::optional<std::string> planned = PlannedNode(view, *pod);
     if (!planned) {
       return "refusing to bind gang pod " + args.pod_namespace + "/" + args.pod_name +

@@ -120,9 +120,10 @@ class Extender {
   // Scores 0..10 parallel to args.node_names().
   std::vector<int> Prioritize(const ClusterView& view, const ExtenderArgs& args) const;
   // Binds `pod` (the cached pod, or nullptr: then it is read through `client`) to args.node.
-  // Returns "" on success, else the error for ExtenderBindingResult.Error.
+  // Returns "" on success, else the error for ExtenderBindingResult.Error. `job_key`, if given, is
+  // set to "ns/job" when the pod is a gang rank (for logs).
   std::string Bind(const ClusterView& view, const PodInfo* pod, const BindingArgs& args,
-                   kube::Client& client) const;
+                   kube::Client& client, std::string* job_key = nullptr) const;
   // The candidates that stay, in input order, victims unchanged.
   std::vector<std::pair<std::string, NodeVictims>> Preempt(const ClusterView& view,
                                                            const PreemptionArgs& args) const;

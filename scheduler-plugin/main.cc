@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "kube/clock.h"
@@ -27,7 +28,10 @@ namespace {
 int g_level = 1;  // 0 debug, 1 info, 2 warning, 3 error
 bool g_json = false;
 
-void Log(int level, const std::string& msg) {
+using LogKeys = std::vector<std::pair<std::string, std::string>>;
+
+// One log line; `keys` ("pod", "job", "node") become JSON fields, or " key=value" in text.
+void Log(int level, const std::string& msg, const LogKeys& keys = {}) {
   if (level < g_level) return;
   static const char* kNames[] = {"DEBUG", "INFO", "WARN", "ERROR"};
   static const char* kJsonNames[] = {"debug", "info", "warning", "error"};
@@ -37,12 +41,15 @@ void Log(int level, const std::string& msg) {
   if (g_json) {
     nlohmann::ordered_json j = {
         {"ts", buf}, {"level", kJsonNames[level]}, {"logger", "nvl72-extender"}, {"msg", msg}};
+    for (const auto& [k, v] : keys) j[k] = v;
     std::string line =
         j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
     std::fwrite(line.data(), 1, line.size(), stderr);
     return;
   }
-  std::fprintf(stderr, "%s %s nvl72-extender: %s\n", buf, kNames[level], msg.c_str());
+  std::string line = msg;
+  for (const auto& [k, v] : keys) line += " " + k + "=" + v;
+  std::fprintf(stderr, "%s %s nvl72-extender: %s\n", buf, kNames[level], line.c_str());
 }
 
 }  // namespace
@@ -125,6 +132,7 @@ int main(int argc, char** argv) {
   });
   ClusterCache cache(client->get(), kube::RealClock(), cache_options);
   Service service(extender->get(), &cache, client->get(), &metrics);
+  service.SetLog([](int level, const std::string& msg, const Service::LogKeys& keys) { Log(level, msg, keys); });
   Server server(flags->server, &service, &metrics);
   if (Status s = server.Start(); !s.ok()) {
     Log(3, "listen: " + s.ToString());
@@ -159,6 +167,7 @@ int main(int argc, char** argv) {
       metrics.IncViewRebuilds(r - rebuilds);
       rebuilds = r;
     }
+    for (const auto& inf : cache.Informers()) metrics.SetInformer(inf.resource, inf.stats, inf.objects);
   }
   // Keep-alive connections of the scheduler hold their workers until they idle out: give in-flight
   // requests a few seconds, then leave.

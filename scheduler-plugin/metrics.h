@@ -6,6 +6,10 @@
 //   nvl72_extender_bind_refusals_total                      counter: gang pods refused off their
 //   plan nvl72_extender_view_rebuilds_total                      counter
 //   nvl72_extender_api_request_duration_seconds{verb,code} histogram of its API server requests
+//   nvl72_extender_watch_restarts_total{resource}          counter: informer watches started again
+//   nvl72_extender_relists_total{resource}                 counter: informer lists after the first
+//   nvl72_extender_watch_errors_total{resource}            counter: failed list/watch calls
+//   nvl72_extender_cache_objects{resource}                 gauge: objects in the informer cache
 //
 // The verbs' success series (code 200) and the API verbs' success series exist from the start.
 // Add new metrics here (one place) so that a later pass can extend them without touching the
@@ -21,8 +25,11 @@
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
+#include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+
+#include "kube/informer.h"
 
 namespace nvl72::extender {
 
@@ -37,6 +44,9 @@ class Metrics {
   void IncViewRebuilds(int64_t n = 1);
   // One API server request (kube::HttpClient's RequestObserver).
   void ObserveApiRequest(std::string_view verb, int code, double seconds);
+  // Cumulative counters (kube::InformerStats) and cache size of one informer ("nodes", "pods",
+  // "nvl72jobs"): the counters move by the increase since the last call.
+  void SetInformer(std::string_view resource, const kube::InformerStats& stats, size_t objects);
 
   // Prometheus text format of everything registered.
   std::string Serialize() const;
@@ -56,6 +66,20 @@ class Metrics {
   std::map<std::pair<std::string, int>, prometheus::Counter*> request_counters_;
   std::map<std::string, prometheus::Histogram*, std::less<>> histograms_;
   std::map<std::string, prometheus::Histogram*, std::less<>> api_histograms_;  // "verb/code"
+
+  prometheus::Family<prometheus::Counter>& watch_restarts_;
+  prometheus::Family<prometheus::Counter>& relists_;
+  prometheus::Family<prometheus::Counter>& watch_errors_;
+  prometheus::Family<prometheus::Gauge>& cache_objects_;
+  struct InformerSeries {
+    prometheus::Counter* watch_restarts;
+    prometheus::Counter* relists;
+    prometheus::Counter* watch_errors;
+    prometheus::Gauge* objects;
+    kube::InformerStats last;
+  };
+  std::map<std::string, InformerSeries, std::less<>> informers_;  // guarded by mu_
+  InformerSeries& Informer(std::string_view resource);             // REQUIRES: mu_ held
 };
 
 }  // namespace nvl72::extender

@@ -26,6 +26,33 @@ TEST(ExtenderMetricsTest, VerbSeriesExistFromTheStartWithZero) {
   EXPECT_TRUE(Contains(t, "nvl72_extender_bind_refusals_total 0"));
 }
 
+TEST(ExtenderMetricsTest, InformerCountersMoveByTheIncrease) {
+  Metrics m;
+  std::string t = "\n" + m.Serialize();
+  for (const char* r : {"nodes", "pods", "nvl72jobs"}) {  // from the start, at 0
+    EXPECT_TRUE(Contains(t, std::string("nvl72_extender_watch_restarts_total{resource=\"") + r + "\"} 0")) << r;
+    EXPECT_TRUE(Contains(t, std::string("nvl72_extender_relists_total{resource=\"") + r + "\"} 0")) << r;
+  }
+  kube::InformerStats s;
+  s.watch_restarts = 3;
+  s.relists = 1;
+  m.SetInformer("pods", s, 120);
+  s.watch_restarts = 5;  // cumulative: +2
+  s.watch_errors = 4;
+  m.SetInformer("pods", s, 118);
+  t = "\n" + m.Serialize();
+  EXPECT_TRUE(Contains(t, "nvl72_extender_watch_restarts_total{resource=\"pods\"} 5"));
+  EXPECT_TRUE(Contains(t, "nvl72_extender_relists_total{resource=\"pods\"} 1"));
+  EXPECT_TRUE(Contains(t, "nvl72_extender_watch_errors_total{resource=\"pods\"} 4"));
+  EXPECT_TRUE(Contains(t, "nvl72_extender_cache_objects{resource=\"pods\"} 118"));
+  EXPECT_TRUE(Contains(t, "nvl72_extender_watch_restarts_total{resource=\"nodes\"} 0"));
+  // A new informer starts from zero again: its whole count is new.
+  kube::InformerStats fresh;
+  fresh.watch_restarts = 1;
+  m.SetInformer("pods", fresh, 3);
+  EXPECT_TRUE(Contains("\n" + m.Serialize(), "nvl72_extender_watch_restarts_total{resource=\"pods\"} 6"));
+}
+
 TEST(ExtenderMetricsTest, RequestsAndApiCallsCountByVerbAndCode) {
   Metrics m;
   m.ObserveRequest("filter", 200, 0.001);

@@ -16,6 +16,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include <unistd.h>
@@ -250,6 +252,12 @@ TEST_F(ServerTest, HealthReadinessAndMetrics) {
 }
 
 TEST_F(ServerTest, BindOverHttpPostsBindingAndRefusesOffPlan) {
+  std::mutex log_mu;
+  std::vector<std::pair<std::string, Service::LogKeys>> logged;
+  service_->SetLog([&](int, const std::string& msg, const Service::LogKeys& keys) {
+    std::lock_guard<std::mutex> l(log_mu);
+    logged.emplace_back(msg, keys);
+  });
   StartServer();
   ASSERT_TRUE(client_.Create(kube::kPods, "ml", MakePod("ml", "h-0", 4, "", "g", 0, "r000-n00")).ok());
   ASSERT_TRUE(client_.Create(kube::kPods, "ml", MakePod("ml", "one", 1)).ok());
@@ -267,6 +275,11 @@ TEST_F(ServerTest, BindOverHttpPostsBindingAndRefusesOffPlan) {
   EXPECT_EQ((*client_.Get(kube::kPods, "ml", "one"))["spec"]["nodeName"], "r001-n01");
   EXPECT_EQ(views_->assumed().at("ml/one"), "r001-n01");
   EXPECT_NE(metrics_.Serialize().find("nvl72_extender_bind_refusals_total 1"), std::string::npos);
+  // The refusal is logged once, with the pod, its job and the node it was refused.
+  std::lock_guard<std::mutex> l(log_mu);
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_NE(logged[0].first.find("refusing"), std::string::npos);
+  EXPECT_EQ(logged[0].second, (Service::LogKeys{{"pod", "ml/h-0"}, {"node", "r001-n01"}, {"job", "ml/g"}}));
 }
 
 TEST_F(ServerTest, PrefixedVerbsAndPreempt) {
@@ -462,6 +475,15 @@ TEST(ClusterCacheTest, SyncsBuildsViewsAndAssumesBindings) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_NE(cache.View()->FindNode("r000-n09"), placement::kNoNode);
+
+  // What /metrics reports of the informers: one list each so far, the objects they hold.
+  std::map<std::string, ClusterCache::InformerReport> reports;
+  for (const auto& r : cache.Informers()) reports[r.resource] = r;
+  ASSERT_EQ(reports.size(), 3u);
+  EXPECT_EQ(reports["nodes"].objects, 5u);
+  EXPECT_EQ(reports["pods"].objects, 2u);
+  EXPECT_EQ(reports["nvl72jobs"].objects, 0u);
+  EXPECT_EQ(reports["nodes"].stats.lists, 1);
   cache.Stop();
 }
 

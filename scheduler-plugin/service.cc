@@ -72,11 +72,18 @@ Response Service::Bind(std::string_view body) const {
     cached = PodInfoFromJson(*obj, extender_->options().gpu_resource);
     pod = &cached;
   }
-  const std::string error = extender_->Bind(*view, pod, *args, *client_);
+  std::string job;
+  const std::string error = extender_->Bind(*view, pod, *args, *client_, &job);
   if (error.empty()) {
     views_->Assume(args->pod_namespace + "/" + args->pod_name, args->node);
-  } else if (metrics_ != nullptr && error.starts_with("refusing")) {
-    metrics_->IncBindRefusals();
+  } else {
+    const bool refused = error.starts_with("refusing");
+    if (refused && metrics_ != nullptr) metrics_->IncBindRefusals();
+    if (log_) {
+      LogKeys keys = {{"pod", args->pod_namespace + "/" + args->pod_name}, {"node", args->node}};
+      if (!job.empty()) keys.emplace_back("job", job);
+      log_(refused ? 1 : 2, error, keys);
+    }
   }
   return {200, SerializeBindingResult(error)};
 }

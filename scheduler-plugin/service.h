@@ -9,8 +9,11 @@
 // Thread-safety: all methods may run concurrently; the pointed-to objects must outlive the service.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "kube/client.h"
 #include "scheduler-plugin/cluster_cache.h"
@@ -38,6 +41,12 @@ class Service {
   Response Handle(std::string_view verb, std::string_view body) const;
 
   bool Ready() const { return views_->Ready(); }
+
+  // Where decisions worth a log line go (bind refusals and failures): a level (1 info, 2 warning),
+  // the message and structured keys ("pod", "job", "node"). Unset: not logged. Set before serving.
+  using LogKeys = std::vector<std::pair<std::string, std::string>>;
+  using LogFn = std::function<void(int level, const std::string& message, const LogKeys& keys)>;
+  void SetLog(LogFn log) { log_ = std::move(log); }
   // Requests whose NodeNames were parsed before (kube-scheduler repeats them cycle after cycle).
   int64_t NodeNamesCacheHits() const { return node_names_.hits(); }
 
@@ -46,6 +55,7 @@ class Service {
   ViewSource* views_;
   kube::Client* client_;
   Metrics* metrics_;
+  LogFn log_;
   // Recent NodeNames arrays: the filter's (all nodes) and the prioritize's (those that passed), for
   // a pod or two in flight.
   mutable NodeNamesCache node_names_{4};
