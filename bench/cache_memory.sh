@@ -5,20 +5,25 @@
 # objects exactly as the API server sends them (managedFields, status, ...) before the transforms
 # of model/slim.h. Reports VmRSS / VmHWM of each process once its caches synced.
 #
-#   bench/cache_memory.sh [--racks 556] [--pods 20000] [--build DIR]
+#   bench/cache_memory.sh [--racks 556] [--pods 20000] [--build DIR] [--kube-bench]
+#
+# --kube-bench: also runs bench/kube_bench's BM_InformerSyncRealServer against the cluster (the kube/
+# informers alone, through HttpClient: time to sync Nodes and Pods, RSS added; objects as sent and
+# without managedFields), each variant in its own process.
 #
 # 556 racks = 10,008 nodes. Needs nvl72-extender and nvl72-operator in --build DIR (default
 # build/bench) and the pinned tools of scripts/build-tools. Starts and stops its own cluster.
 # Prints a markdown table row on stdout; progress on stderr.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-racks=556 pods=20000 build=$root/build/bench
+racks=556 pods=20000 build=$root/build/bench kube_bench=0
 while (($#)); do
   case $1 in
+    --kube-bench) kube_bench=1; shift ;;
     --racks) racks=$2; shift 2 ;;
     --pods) pods=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -98,6 +103,15 @@ wait_until 600 all_running || log "not all Running after 600 s: $(running_pods) 
 sample_pod_bytes=$(api GET /api/v1/namespaces/load/pods/load-0 | jq -c . | wc -c)
 sample_node_bytes=$(api GET "/api/v1/nodes/${node_names[0]}" | jq -c . | wc -c)
 log "$(running_pods) Running; one pod is $sample_pod_bytes bytes of JSON, one node $sample_node_bytes"
+
+if ((kube_bench)); then
+  [[ -x $build/bench/kube_bench ]] || { echo "build kube_bench in $build first" >&2; exit 2; }
+  for variant in 0 1; do
+    log "kube_bench BM_InformerSyncRealServer/$variant (0: objects as sent, 1: without managedFields)"
+    NVL72_KUBECONFIG=$KUBECONFIG "$build/bench/kube_bench" --benchmark_filter="InformerSyncRealServer/$variant/" \
+      2>/dev/null | grep -E '^BM_InformerSyncRealServer' >&2
+  done
+fi
 
 mem() {  # PID -> "rss_mb hwm_mb"
   awk '/^VmRSS/ {r = $2} /^VmHWM/ {h = $2} END {printf "%d %d", r / 1024, h / 1024}' "/proc/$1/status"

@@ -4,16 +4,25 @@
 //  - BM_WatchDecode: JsonStreamDecoder + ParseWatchEvent on a stream of Pod MODIFIED events in
 //    16 KiB chunks (what HttpClient::Watch does per chunk); events/s and bytes/s.
 //  - BM_InformerDispatch: end-to-end FakeClient write -> watch fan-out -> informer cache + handler.
+//  - BM_InformerSyncRealServer/<transform>: only with NVL72_KUBECONFIG set (bench/cache_memory.sh
+//    --kube-bench does it): the same two informers against a REAL kube-apiserver through
+//    HttpClient (TLS, paged lists of 500, JSON decoded from the wire); time to sync the Nodes and
+//    the Pods, and the RSS added, with objects kept as sent (0) or without managedFields (1,
+//    kube::DropManagedFields). Run each variant in its own process: RSS growth is only honest once.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <unistd.h>
 
+#include "kube/config.h"
 #include "kube/fake_client.h"
+#include "kube/http_client.h"
 #include "kube/informer.h"
+#include "kube/object.h"
 #include "kube/watch_decoder.h"
 
 namespace nvl72::kube {
@@ -93,6 +102,70 @@ void BM_InformerSync(benchmark::State& state) {
   state.counters["cache_rss_MiB"] = static_cast<double>(rss_growth) / 1024.0;
 }
 BENCHMARK(BM_InformerSync)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+
+void BM_InformerSyncRealServer(benchmark::State& state) {
+  const char* kubeconfig = std::getenv("NVL72_KUBECONFIG");
+  auto config = LoadKubeconfig(kubeconfig != nullptr ? kubeconfig : "");
+  if (!config.ok()) {
+    state.SkipWithError(config.status().ToString().c_str());
+    return;
+  }
+  auto client = HttpClient::Create(*config);
+  if (!client.ok()) {
+    state.SkipWithError(client.status().ToString().c_str());
+    return;
+  }
+  const bool slim = state.range(0) == 1;
+  long rss_growth = 0;
+  double node_seconds = 0, pod_seconds = 0;
+  size_t nodes = 0, pods = 0;
+  for (auto _ : state) {
+    const long before = RssKb();
+    InformerOptions no{.resource = kNodes};
+    InformerOptions po{.resource = kPods};
+    if (slim) no.transform = po.transform = DropManagedFields;
+    Informer node_inf(client->get(), RealClock(), no);
+    Informer pod_inf(client->get(), RealClock(), po);
+    pod_inf.AddIndexer("node", PodNodeNameIndex);
+    const auto t0 = std::chrono::steady_clock::now();
+    node_inf.Start();
+    pod_inf.Start();
+    std::thread timer([&] {
+      node_inf.WaitForSync(std::chrono::minutes(5));
+      node_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    });
+    const bool synced = pod_inf.WaitForSync(std::chrono::minutes(5));
+    pod_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    timer.join();
+    if (!synced || !node_inf.HasSynced()) {
+      state.SkipWithError("informer did not sync");
+      return;
+    }
+    rss_growth = std::max(rss_growth, RssKb() - before);
+    nodes = node_inf.Size();
+    pods = pod_inf.Size();
+    state.PauseTiming();
+    node_inf.Stop();
+    pod_inf.Stop();
+    state.ResumeTiming();
+  }
+  state.counters["nodes"] = static_cast<double>(nodes);
+  state.counters["pods"] = static_cast<double>(pods);
+  state.counters["nodes_synced_s"] = node_seconds;
+  state.counters["all_synced_s"] = pod_seconds;
+  state.counters["cache_rss_MiB"] = static_cast<double>(rss_growth) / 1024.0;
+}
+[[maybe_unused]] const bool kRealServerRegistered = [] {
+  if (std::getenv("NVL72_KUBECONFIG") != nullptr) {
+    benchmark::RegisterBenchmark("BM_InformerSyncRealServer", BM_InformerSyncRealServer)
+        ->Arg(0)
+        ->Arg(1)
+        ->Unit(benchmark::kMillisecond)
+        ->Iterations(1)
+        ->UseRealTime();
+  }
+  return true;
+}();
 
 void BM_WatchDecode(benchmark::State& state) {
   std::string stream;
