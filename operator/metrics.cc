@@ -96,14 +96,10 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   leader_ = &Build<Gauge>(r, "nvl72_operator_leader",
                           "1 while this replica holds the leader lease (or runs without election)")
                  .Add({});
-  watch_restarts_ = &Build<Counter>(r, "nvl72_operator_watch_restarts_total",
-                                    "Informer watches started again after the first, by resource");
-  relists_ = &Build<Counter>(r, "nvl72_operator_relists_total",
-                             "Informer lists after the first (410 Gone), by resource");
-  watch_errors_ = &Build<Counter>(r, "nvl72_operator_watch_errors_total",
-                                  "Informer list/watch calls that failed, by resource");
-  cache_objects_ = &Build<Gauge>(r, "nvl72_operator_cache_objects",
-                                 "Objects in the informer cache, by resource");
+  informers_ = std::make_unique<kube::InformerMetrics>(
+      r, "nvl72_operator",
+      std::initializer_list<std::string_view>{kInformerResources[0], kInformerResources[1],
+                                              kInformerResources[2]});
 
   admitted_total_ = &Build<Counter>(r, "nvl72_operator_admitted_jobs_total",
                                     "Placements committed to status.placement")
@@ -183,14 +179,6 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   for (auto d : kDefragResults) {
     defrag_counters_[std::string(d)] = &defrag_moves_->Add({{"result", std::string(d)}});
   }
-  for (auto res : kInformerResources) {
-    const prometheus::Labels l = {{"resource", std::string(res)}};
-    informers_[std::string(res)] = InformerSeries{&watch_restarts_->Add(l),
-                                                  &relists_->Add(l),
-                                                  &watch_errors_->Add(l),
-                                                  &cache_objects_->Add(l),
-                                                  {}};
-  }
   // The success code of each verb: the series a healthy operator has.
   for (auto verb : kube::kRequestVerbs) {
     const std::string code = verb == "create" ? "201" : "200";
@@ -263,30 +251,7 @@ void Metrics::SetLeader(bool leading) { leader_->Set(leading ? 1 : 0); }
 
 void Metrics::SetInformer(std::string_view resource, const kube::InformerStats& stats,
                           size_t objects) {
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = informers_.find(resource);
-  if (it == informers_.end()) {
-    const prometheus::Labels lb = {{"resource", std::string(resource)}};
-    it = informers_
-             .emplace(std::string(resource), InformerSeries{&watch_restarts_->Add(lb),
-                                                            &relists_->Add(lb),
-                                                            &watch_errors_->Add(lb),
-                                                            &cache_objects_->Add(lb),
-                                                            {}})
-             .first;
-  }
-  InformerSeries& s = it->second;
-  // A counter moves by the increase since the last call; a smaller value is a new informer
-  // (operator restarted its controller): its whole value is new.
-  auto advance = [](prometheus::Counter* c, int64_t now, int64_t before) {
-    const int64_t d = now >= before ? now - before : now;
-    if (d > 0) c->Increment(static_cast<double>(d));
-  };
-  advance(s.watch_restarts, stats.watch_restarts, s.last.watch_restarts);
-  advance(s.relists, stats.relists, s.last.relists);
-  advance(s.watch_errors, stats.watch_errors, s.last.watch_errors);
-  s.last = stats;
-  s.objects->Set(static_cast<double>(objects));
+  informers_->Set(resource, stats, objects);
 }
 
 // ---------------------------------------------------------------------------------------------

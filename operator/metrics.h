@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "kube/informer.h"
+#include "kube/informer_metrics.h"
 #include "placement/fragmentation.h"
 #include "placement/snapshot.h"
 
@@ -121,13 +122,6 @@ class Metrics {
     prometheus::Gauge* largest_gang;
     prometheus::Gauge* stranded;
   };
-  struct InformerSeries {
-    prometheus::Counter* watch_restarts;
-    prometheus::Counter* relists;
-    prometheus::Counter* watch_errors;
-    prometheus::Gauge* objects;
-    kube::InformerStats last;
-  };
   DomainSeries& DomainLocked(const std::string& name);
   void RemoveDomainLocked(const std::string& name);
   void RunHook() const;
@@ -141,10 +135,7 @@ class Metrics {
   prometheus::Gauge* queue_depth_;
   prometheus::Gauge* queue_delayed_;
   prometheus::Gauge* leader_;
-  prometheus::Family<prometheus::Counter>* watch_restarts_;
-  prometheus::Family<prometheus::Counter>* relists_;
-  prometheus::Family<prometheus::Counter>* watch_errors_;
-  prometheus::Family<prometheus::Gauge>* cache_objects_;
+  std::unique_ptr<kube::InformerMetrics> informers_;
 
   prometheus::Counter* admitted_total_;
   prometheus::Histogram* admission_wait_;
@@ -174,7 +165,6 @@ class Metrics {
   std::map<std::string, prometheus::Histogram*, std::less<>> reconcile_histograms_;  // kind
   std::map<std::string, prometheus::Gauge*, std::less<>> job_states_;
   std::map<std::string, DomainSeries, std::less<>> domains_;
-  std::map<std::string, InformerSeries, std::less<>> informers_;
   std::map<std::string, prometheus::Counter*, std::less<>> recovery_counters_;
   std::map<std::string, prometheus::Histogram*, std::less<>> recovery_histograms_;
   std::map<std::string, prometheus::Counter*, std::less<>> defrag_counters_;

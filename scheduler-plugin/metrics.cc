@@ -57,23 +57,7 @@ Metrics::Metrics()
                         .Help("API server requests of the extender (bind, lists) by verb and HTTP "
                               "code (0: no response)")
                         .Register(*registry_)),
-      watch_restarts_(prometheus::BuildCounter()
-                          .Name("nvl72_extender_watch_restarts_total")
-                          .Help("Informer watches started again after the first, by resource")
-                          .Register(*registry_)),
-      relists_(prometheus::BuildCounter()
-                   .Name("nvl72_extender_relists_total")
-                   .Help("Informer lists after the first (410 Gone), by resource")
-                   .Register(*registry_)),
-      watch_errors_(prometheus::BuildCounter()
-                        .Name("nvl72_extender_watch_errors_total")
-                        .Help("Informer list/watch calls that failed, by resource")
-                        .Register(*registry_)),
-      cache_objects_(prometheus::BuildGauge()
-                         .Name("nvl72_extender_cache_objects")
-                         .Help("Objects in the informer cache, by resource")
-                         .Register(*registry_)) {
-  for (const char* resource : {"nodes", "pods", "nvl72jobs"}) Informer(resource);
+      informers_(*registry_, "nvl72_extender", {"nodes", "pods", "nvl72jobs"}) {
   // Every verb's success series exists from the start (rate() and alerts see 0, not nothing).
   for (const char* verb : {"filter", "prioritize", "bind", "preempt"}) {
     request_counters_[{verb, 200}] = &requests_.Add({{"verb", verb}, {"code", "200"}});
@@ -104,32 +88,8 @@ void Metrics::ObserveApiRequest(std::string_view verb, int code, double seconds)
   h->Observe(seconds);
 }
 
-Metrics::InformerSeries& Metrics::Informer(std::string_view resource) {
-  auto it = informers_.find(resource);
-  if (it == informers_.end()) {
-    const prometheus::Labels l = {{"resource", std::string(resource)}};
-    it = informers_
-             .emplace(std::string(resource),
-                      InformerSeries{&watch_restarts_.Add(l), &relists_.Add(l), &watch_errors_.Add(l),
-                                     &cache_objects_.Add(l), {}})
-             .first;
-  }
-  return it->second;
-}
-
 void Metrics::SetInformer(std::string_view resource, const kube::InformerStats& stats, size_t objects) {
-  std::lock_guard<std::mutex> l(mu_);
-  InformerSeries& s = Informer(resource);
-  // A smaller value than last time is a new informer: its whole value is new.
-  auto advance = [](prometheus::Counter* c, int64_t now, int64_t before) {
-    const int64_t d = now >= before ? now - before : now;
-    if (d > 0) c->Increment(static_cast<double>(d));
-  };
-  advance(s.watch_restarts, stats.watch_restarts, s.last.watch_restarts);
-  advance(s.relists, stats.relists, s.last.relists);
-  advance(s.watch_errors, stats.watch_errors, s.last.watch_errors);
-  s.last = stats;
-  s.objects->Set(static_cast<double>(objects));
+  informers_.Set(resource, stats, objects);
 }
 
 void Metrics::ObserveRequest(std::string_view verb, int code, double seconds) {

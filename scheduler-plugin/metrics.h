@@ -25,11 +25,10 @@
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
-#include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
-#include "kube/informer.h"
+#include "kube/informer_metrics.h"
 
 namespace nvl72::extender {
 
@@ -67,19 +66,7 @@ class Metrics {
   std::map<std::string, prometheus::Histogram*, std::less<>> histograms_;
   std::map<std::string, prometheus::Histogram*, std::less<>> api_histograms_;  // "verb/code"
 
-  prometheus::Family<prometheus::Counter>& watch_restarts_;
-  prometheus::Family<prometheus::Counter>& relists_;
-  prometheus::Family<prometheus::Counter>& watch_errors_;
-  prometheus::Family<prometheus::Gauge>& cache_objects_;
-  struct InformerSeries {
-    prometheus::Counter* watch_restarts;
-    prometheus::Counter* relists;
-    prometheus::Counter* watch_errors;
-    prometheus::Gauge* objects;
-    kube::InformerStats last;
-  };
-  std::map<std::string, InformerSeries, std::less<>> informers_;  // guarded by mu_
-  InformerSeries& Informer(std::string_view resource);             // REQUIRES: mu_ held
+  kube::InformerMetrics informers_;
 };
 
 }  // namespace nvl72::extender
