@@ -707,20 +707,21 @@ std::string SerializeFilterResultFullNodes(const std::vector<const Json*>& passe
   return out;
 }
 
-std::string SerializeHostPriorityList(const std::vector<std::string>& hosts,
-                                      const std::vector<int>& scores) {
+namespace {
+// [{"Host":<host i>,"Score":<score i>},...]; `append_host(out, i)` writes host i as a JSON string.
+template <typename AppendHost>
+std::string HostPriorities(size_t hosts, size_t reserve, const std::vector<int>& scores,
+                           AppendHost append_host) {
   std::string out;
-  size_t estimate = 2;
-  for (const auto& h : hosts) estimate += h.size() + 32;
-  out.reserve(estimate);
+  out.reserve(reserve);
   out += '[';
   constexpr std::string_view kHost = "{\"Host\":";
   constexpr std::string_view kScore = ",\"Score\":";
   std::array<char, 16> num{};
-  for (size_t i = 0; i < hosts.size(); ++i) {
+  for (size_t i = 0; i < hosts; ++i) {
     if (i) out += ',';
     out.append(kHost);
-    AppendJsonString(out, hosts[i]);
+    append_host(out, i);
     out.append(kScore);
     const auto [end, ec] = std::to_chars(num.data(), num.data() + num.size(), i < scores.size() ? scores[i] : 0);
     out.append(num.data(), static_cast<size_t>(end - num.data()));
@@ -729,25 +730,19 @@ std::string SerializeHostPriorityList(const std::vector<std::string>& hosts,
   out += ']';
   return out;
 }
+}  // namespace
+
+std::string SerializeHostPriorityList(const std::vector<std::string>& hosts,
+                                      const std::vector<int>& scores) {
+  size_t estimate = 2;
+  for (const auto& h : hosts) estimate += h.size() + 32;
+  return HostPriorities(hosts.size(), estimate, scores,
+                        [&](std::string& out, size_t i) { AppendJsonString(out, hosts[i]); });
+}
 
 std::string SerializeHostPriorities(const NodeNameList& hosts, const std::vector<int>& scores) {
-  std::string out;
-  out.reserve(2 + hosts.literals.size() + hosts.size() * 24);
-  out += '[';
-  constexpr std::string_view kHost = "{\"Host\":";
-  constexpr std::string_view kScore = ",\"Score\":";
-  std::array<char, 16> num{};
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    if (i) out += ',';
-    out.append(kHost);
-    out.append(hosts.Literal(i));
-    out.append(kScore);
-    const auto [end, ec] = std::to_chars(num.data(), num.data() + num.size(), i < scores.size() ? scores[i] : 0);
-    out.append(num.data(), static_cast<size_t>(end - num.data()));
-    out += '}';
-  }
-  out += ']';
-  return out;
+  return HostPriorities(hosts.size(), 2 + hosts.literals.size() + hosts.size() * 24, scores,
+                        [&](std::string& out, size_t i) { out.append(hosts.Literal(i)); });
 }
 
 std::shared_ptr<NodeNameList> NodeNameList::FromNames(std::vector<std::string> names) {
