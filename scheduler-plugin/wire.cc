@@ -126,6 +126,8 @@ class Scanner {
     return p_ == end_;
   }
   const char* pos() const { return p_; }
+  // Moves past `n` bytes known to be a complete, valid value. REQUIRES: n <= bytes left.
+  void Advance(size_t n) { p_ += n; }
   size_t offset() const { return static_cast<size_t>(p_ - begin_); }
 
   // A string literal, unescaped into `out`.
@@ -545,19 +547,25 @@ StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body, std::string_view
         args.node_cache_capable = true;
         const char* begin = sc.pos();
         const size_t at = sc.offset();
+        // A byte-identical repeat of a recent array (kube-scheduler sends the same names cycle
+        // after cycle) is taken as it is: those bytes were validated when first parsed.
+        size_t known = 0;
+        if (cache != nullptr) {
+          if (auto hit = cache->FindPrefixOf(body.substr(at), &known)) {
+            sc.Advance(known);
+            args.nodes = std::move(hit);
+            continue;
+          }
+        }
         if (!sc.Skip()) return bad("NodeNames must be an array of strings");
         const std::string_view raw(begin, static_cast<size_t>(sc.pos() - begin));
-        std::shared_ptr<const NodeNameList> list = cache != nullptr ? cache->Find(raw) : nullptr;
-        if (list == nullptr) {
-          std::shared_ptr<NodeNameList> parsed = ParseNodeNamesArray(raw);
-          if (parsed == nullptr) {
-            return InvalidArgumentError("NodeNames must be an array of strings (at byte " +
-                                        std::to_string(at) + ")");
-          }
-          list = std::move(parsed);
-          if (cache != nullptr) cache->Insert(raw, list);
+        std::shared_ptr<NodeNameList> parsed = ParseNodeNamesArray(raw);
+        if (parsed == nullptr) {
+          return InvalidArgumentError("NodeNames must be an array of strings (at byte " +
+                                      std::to_string(at) + ")");
         }
-        args.nodes = std::move(list);
+        if (cache != nullptr) cache->Insert(raw, parsed);
+        args.nodes = std::move(parsed);
       } else if (!sc.Skip()) {
         return bad("malformed JSON in " + key);
       }
@@ -756,13 +764,14 @@ std::shared_ptr<NodeNameList> NodeNameList::FromNames(std::vector<std::string> n
   return list;
 }
 
-std::shared_ptr<const NodeNameList> NodeNamesCache::Find(std::string_view raw) const {
-  const size_t h = std::hash<std::string_view>{}(raw);
+std::shared_ptr<const NodeNameList> NodeNamesCache::FindPrefixOf(std::string_view text,
+                                                                  size_t* length) const {
   std::lock_guard<std::mutex> l(mu_);
   for (size_t i = 0; i < entries_.size(); ++i) {
-    if (entries_[i].hash != h || entries_[i].raw != raw) continue;
+    if (!text.starts_with(entries_[i].raw)) continue;
+    *length = entries_[i].raw.size();
     std::rotate(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(i),
-                entries_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+                entries_.begin() + static_cast<std::ptrdiff_t>(i) + 1);  // most recent first
     ++hits_;
     return entries_.front().list;
   }
@@ -771,7 +780,7 @@ std::shared_ptr<const NodeNameList> NodeNamesCache::Find(std::string_view raw) c
 
 void NodeNamesCache::Insert(std::string_view raw, std::shared_ptr<const NodeNameList> list) {
   if (capacity_ == 0) return;
-  Entry e{std::hash<std::string_view>{}(raw), std::string(raw), std::move(list)};
+  Entry e{std::string(raw), std::move(list)};
   std::lock_guard<std::mutex> l(mu_);
   if (entries_.size() >= capacity_) entries_.pop_back();
   entries_.insert(entries_.begin(), std::move(e));

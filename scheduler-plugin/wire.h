@@ -74,18 +74,18 @@ struct NodeNameList {
   mutable std::shared_ptr<const std::vector<int32_t>> resolved;
 };
 
-// Recently seen NodeNames arrays (their exact bytes) and their parses. Thread-safe.
+// Recently seen NodeNames arrays (their exact bytes, from '[' to ']') and their parses. Thread-safe.
 class NodeNamesCache {
  public:
   explicit NodeNamesCache(size_t capacity = 4) : capacity_(capacity) {}
-  // The parse of exactly these bytes, or nullptr.
-  std::shared_ptr<const NodeNameList> Find(std::string_view raw) const;
+  // A cached array that `text` starts with (its bytes, already validated when first parsed), or
+  // nullptr; `*length` is set to its size. Lets a request skip scanning a repeated array.
+  std::shared_ptr<const NodeNameList> FindPrefixOf(std::string_view text, size_t* length) const;
   void Insert(std::string_view raw, std::shared_ptr<const NodeNameList> list);
   int64_t hits() const;
 
  private:
   struct Entry {
-    size_t hash;
     std::string raw;
     std::shared_ptr<const NodeNameList> list;
   };

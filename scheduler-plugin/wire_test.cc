@@ -225,11 +225,20 @@ TEST(WireTest, NodeNamesCacheSharesTheParseOfIdenticalArrays) {
   EXPECT_NE(first->nodes, other->nodes);
   EXPECT_EQ(other->node_names(), (std::vector<std::string>{"n1", "n3"}));
   EXPECT_EQ(cache.hits(), 1);
+  // Alternating arrays (filter: all nodes, prioritize: those that passed) keep hitting, each its own.
+  for (int round = 0; round < 3; ++round) {
+    auto x = ParseExtenderArgs(a, "nvidia.com/gpu", &cache);
+    auto y = ParseExtenderArgs(b, "nvidia.com/gpu", &cache);
+    ASSERT_TRUE(x.ok() && y.ok()) << x.status() << " " << y.status();
+    EXPECT_EQ(x->nodes, first->nodes);
+    EXPECT_EQ(y->nodes, other->nodes);
+  }
+  EXPECT_EQ(cache.hits(), 7);
   // A malformed array is an error whether or not a cache is given, and is not cached.
   const std::string bad = R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":["n1",2]})";
   EXPECT_FALSE(ParseExtenderArgs(bad, "nvidia.com/gpu", &cache).ok());
   EXPECT_FALSE(ParseExtenderArgs(bad, "nvidia.com/gpu", &cache).ok());
-  EXPECT_EQ(cache.hits(), 1);
+  EXPECT_EQ(cache.hits(), 7);
 }
 
 TEST(WireTest, BindingArgsCaseInsensitive) {
