@@ -8,8 +8,8 @@
 #   bench/cache_memory.sh [--racks 556] [--pods 20000] [--build DIR] [--kube-bench]
 #
 # --kube-bench: also runs bench/kube_bench's BM_InformerSyncRealServer against the cluster (the kube/
-# informers alone, through HttpClient: time to sync Nodes and Pods, RSS added; objects as sent and
-# without managedFields), each variant in its own process.
+# informers alone, through HttpClient: time to sync Nodes and Pods, RSS added; objects as sent,
+# without managedFields, and the Nodes alone), each variant in its own process.
 #
 # 556 racks = 10,008 nodes. Needs nvl72-extender and nvl72-operator in --build DIR (default
 # build/bench) and the pinned tools of scripts/build-tools. Starts and stops its own cluster.
@@ -106,8 +106,8 @@ log "$(running_pods) Running; one pod is $sample_pod_bytes bytes of JSON, one no
 
 if ((kube_bench)); then
   [[ -x $build/bench/kube_bench ]] || { echo "build kube_bench in $build first" >&2; exit 2; }
-  for variant in 0 1; do
-    log "kube_bench BM_InformerSyncRealServer/$variant (0: objects as sent, 1: without managedFields)"
+  for variant in 0 1 2; do
+    log "kube_bench BM_InformerSyncRealServer/$variant (0: objects as sent, 1: without managedFields, 2: Nodes only)"
     NVL72_KUBECONFIG=$KUBECONFIG "$build/bench/kube_bench" --benchmark_filter="InformerSyncRealServer/$variant/" \
       2>/dev/null | grep -E '^BM_InformerSyncRealServer' >&2
   done
