@@ -48,9 +48,22 @@ fi
 used=$( { jq -r '.. | .expr? // empty' "$dash"; cat "$chart/files/alerts.yaml"; } |
   grep -oE 'nvl72_[a-z0-9_]+' | sed -E 's/_(bucket|sum|count)$//' | sort -u)
 [[ -n $used ]] || fail "no nvl72_ metric found in the dashboard and alerts"
+registries=("$repo/operator/metrics.cc" "$repo/scheduler-plugin/metrics.cc")
+# The informer series are registered by kube::InformerMetrics as <prefix> + "_<suffix>", with the
+# prefix ("nvl72_operator", "nvl72_extender") given in the binaries' metrics.cc.
+informer_suffixes=$(grep -oE 'prefix \+ "_[a-z_]+"' "$repo/kube/informer_metrics.cc" | grep -oE '_[a-z_]+')
+[[ -n $informer_suffixes ]] || fail "no metric suffix found in kube/informer_metrics.cc"
+registered() {
+  grep -q "\"$1\"" "${registries[@]}" && return 0
+  local suffix
+  for suffix in $informer_suffixes; do
+    [[ $1 == *"$suffix" ]] && grep -q "\"${1%"$suffix"}\"" "${registries[@]}" && return 0
+  done
+  return 1
+}
 for m in $used; do
-  grep -q "\"$m\"" "$repo/operator/metrics.cc" "$repo/scheduler-plugin/metrics.cc" ||
-    fail "$m is used but registered by neither operator/metrics.cc nor scheduler-plugin/metrics.cc"
+  registered "$m" ||
+    fail "$m is used but registered by neither operator/metrics.cc nor scheduler-plugin/metrics.cc (directly or through kube::InformerMetrics)"
   grep -q "\`$m" "$repo/docs/observability.md" || fail "$m is not documented in docs/observability.md"
 done
 ok "$(wc -w <<<"$used") metrics used by the dashboard and alerts are registered and documented"
