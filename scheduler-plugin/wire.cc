@@ -473,12 +473,11 @@ PodInfo PodInfoFromJsonChecked(const Json& pod, std::string_view gpu_resource, b
 }  // namespace
 
 namespace {
-// Parses a NodeNames array (exactly the bytes from '[' to ']'): the names and their literals.
-std::shared_ptr<NodeNameList> ParseNodeNamesArray(std::string_view raw) {
+// Parses the NodeNames array at the scanner (at its '['): the names and their literals, in one pass.
+// nullptr if it is not an array of strings.
+std::shared_ptr<NodeNameList> ParseNodeNamesArray(Scanner& sc) {
   auto list = std::make_shared<NodeNameList>();
-  Scanner sc(raw);
   if (!sc.Eat('[')) return nullptr;
-  list->literals.reserve(raw.size());
   if (!sc.Eat(']')) {
     do {
       sc.Ws();
@@ -490,7 +489,7 @@ std::shared_ptr<NodeNameList> ParseNodeNamesArray(std::string_view raw) {
     } while (sc.Eat(','));
     if (!sc.Eat(']')) return nullptr;
   }
-  return sc.AtEnd() ? list : nullptr;
+  return list;
 }
 }  // namespace
 
@@ -557,14 +556,12 @@ StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body, std::string_view
             continue;
           }
         }
-        if (!sc.Skip()) return bad("NodeNames must be an array of strings");
-        const std::string_view raw(begin, static_cast<size_t>(sc.pos() - begin));
-        std::shared_ptr<NodeNameList> parsed = ParseNodeNamesArray(raw);
+        std::shared_ptr<NodeNameList> parsed = ParseNodeNamesArray(sc);
         if (parsed == nullptr) {
           return InvalidArgumentError("NodeNames must be an array of strings (at byte " +
                                       std::to_string(at) + ")");
         }
-        if (cache != nullptr) cache->Insert(raw, parsed);
+        if (cache != nullptr) cache->Insert(std::string_view(begin, static_cast<size_t>(sc.pos() - begin)), parsed);
         args.nodes = std::move(parsed);
       } else if (!sc.Skip()) {
         return bad("malformed JSON in " + key);
