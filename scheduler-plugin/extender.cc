@@ -162,9 +162,12 @@ FilterDecision Extender::Filter(const ClusterView& view, const ExtenderArgs& arg
     return d;
   }
 
-  // Reasons are shared per job and per domain: a reason is built once, not once per node.
-  std::unordered_map<std::string_view, const std::string*> reserved_reason;
-  std::unordered_map<placement::DomainId, const std::string*> spare_reason;
+  // One reason per kind, the same text on every node: kube-scheduler groups a pod's failure
+  // reasons by their exact text ("0/5000 nodes are available: 1776 <reason>, 556 <reason>."), so
+  // naming the job or the domain here would turn that event into hundreds of entries. Which job
+  // holds a node is in the NVL72Job's status.placement and `kubectl nvl72 racks`.
+  const std::string* reserved_reason = nullptr;
+  const std::string* spare_reason = nullptr;
   const placement::Snapshot& snap = view.state.snapshot();
   const auto resolved = view.Resolve(*args.nodes);
   const std::vector<NodeId>& ids = *resolved;
@@ -175,24 +178,12 @@ FilterDecision Extender::Filter(const ClusterView& view, const ExtenderArgs& arg
       continue;
     }
     const auto idx = static_cast<size_t>(id);
-    const placement::Node& node = snap.nodes[idx];
-    if (node.gang_reserved) {
-      const std::string& job = view.reserved_for[idx];
-      auto [it, inserted] = reserved_reason.try_emplace(job, nullptr);
-      if (inserted) {
-        it->second = add_reason("node is reserved for gang " + (job.empty() ? "(unknown)" : job) +
-                                "; pod " + args.pod.Key() + " is not part of it");
-      }
-      d.failed.emplace_back(i, it->second);
+    if (snap.nodes[idx].gang_reserved) {
+      if (reserved_reason == nullptr) reserved_reason = add_reason(kReservedReason);
+      d.failed.emplace_back(i, reserved_reason);
     } else if (options_.keep_off_spares && view.spare[idx]) {
-      auto [it, inserted] = spare_reason.try_emplace(node.domain, nullptr);
-      if (inserted) {
-        const std::string domain = node.domain >= 0 ? snap.domains[static_cast<size_t>(node.domain)].name
-                                                    : std::string("?");
-        it->second = add_reason("node is a designated spare of NVLink domain " + domain +
-                                " (kept free for gang recovery)");
-      }
-      d.failed.emplace_back(i, it->second);
+      if (spare_reason == nullptr) spare_reason = add_reason(kSpareReason);
+      d.failed.emplace_back(i, spare_reason);
     } else {
       d.passed.push_back(i);
     }

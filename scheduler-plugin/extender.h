@@ -98,6 +98,11 @@ struct ExtenderOptions {
 };
 
 // Filter outcome. Failed entries point into the request's node names and into `reasons`.
+// The filter's reasons for keeping a GPU pod (not of a gang) off a node.
+inline constexpr const char* kReservedReason = "node is reserved for an NVL72Job gang";
+inline constexpr const char* kSpareReason =
+    "node is a spare of its NVLink domain, kept free for gang recovery";
+
 struct FilterDecision {
   std::vector<int> passed;  // indices into ExtenderArgs::node_names()
   std::vector<std::pair<int, const std::string*>> failed;

@@ -63,6 +63,17 @@ Metrics::Metrics()
     request_counters_[{verb, 200}] = &requests_.Add({{"verb", verb}, {"code", "200"}});
     histograms_[verb] = &duration_.Add({{"verb", verb}}, DurationBuckets());
   }
+  auto& node_names = prometheus::BuildCounter()
+                         .Name("nvl72_extender_node_names_total")
+                         .Help("Filter and prioritize requests with NodeNames, by verb and by whether "
+                               "the array was a recent one (cache hit: not scanned or resolved again)")
+                         .Register(*registry_);
+  for (int v = 0; v < 2; ++v) {
+    for (int c = 0; c < 2; ++c) {
+      node_names_[v][c] = &node_names.Add({{"verb", v == 0 ? "filter" : "prioritize"},
+                                           {"cache", c == 0 ? "miss" : "hit"}});
+    }
+  }
   for (auto verb : kube::kRequestVerbs) {
     const std::string code = verb == "create" ? "201" : "200";
     api_histograms_[std::string(verb) + "/" + code] =
@@ -120,6 +131,10 @@ void Metrics::ObserveRequest(std::string_view verb, int code, double seconds) {
 void Metrics::ObserveFilter(size_t passed, size_t failed) {
   filter_passed_.Increment(static_cast<double>(passed));
   filter_failed_.Increment(static_cast<double>(failed));
+}
+
+void Metrics::ObserveNodeNames(std::string_view verb, bool cached) {
+  node_names_[verb == "prioritize" ? 1 : 0][cached ? 1 : 0]->Increment();
 }
 
 void Metrics::IncBindRefusals() { bind_refusals_.Increment(); }

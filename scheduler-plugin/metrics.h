@@ -3,8 +3,10 @@
 //   nvl72_extender_requests_total{verb,code}               counter
 //   nvl72_extender_request_duration_seconds{verb}          histogram, server-side handling time
 //   nvl72_extender_filter_nodes_total{result}              counter: nodes passed / failed by filter
-//   nvl72_extender_bind_refusals_total                      counter: gang pods refused off their
-//   plan nvl72_extender_view_rebuilds_total                      counter
+//   nvl72_extender_node_names_total{verb,cache}            counter: filter/prioritize requests with
+//                                                           NodeNames, whether the array was cached
+//   nvl72_extender_bind_refusals_total                      counter: gang pods refused off their plan
+//   nvl72_extender_view_rebuilds_total                      counter
 //   nvl72_extender_api_request_duration_seconds{verb,code} histogram of its API server requests
 //   nvl72_extender_watch_restarts_total{resource}          counter: informer watches started again
 //   nvl72_extender_relists_total{resource}                 counter: informer lists after the first
@@ -39,6 +41,9 @@ class Metrics {
   // One finished HTTP request. `verb` is "filter", "prioritize", "bind", "preempt" or "other".
   void ObserveRequest(std::string_view verb, int code, double seconds);
   void ObserveFilter(size_t passed, size_t failed);
+  // A filter or prioritize request with NodeNames: `cached` when its array was a recent one
+  // (NodeNamesCache), so it was neither scanned nor (in the same view) resolved again.
+  void ObserveNodeNames(std::string_view verb, bool cached);
   void IncBindRefusals();
   void IncViewRebuilds(int64_t n = 1);
   // One API server request (kube::HttpClient's RequestObserver).
@@ -57,6 +62,7 @@ class Metrics {
   prometheus::Family<prometheus::Histogram>& duration_;
   prometheus::Counter& filter_passed_;
   prometheus::Counter& filter_failed_;
+  prometheus::Counter* node_names_[2][2];  // [verb: filter, prioritize][cached]
   prometheus::Counter& bind_refusals_;
   prometheus::Counter& view_rebuilds_;
   prometheus::Family<prometheus::Histogram>& api_duration_;

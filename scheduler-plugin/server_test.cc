@@ -108,6 +108,35 @@ TEST_F(ServerTest, FilterAndPrioritizeOverOneKeepAliveConnection) {
             std::string::npos);
 }
 
+// kube-scheduler's prioritize request carries the nodes the filter passed, in the filter's order:
+// that array is remembered by the filter, so it is neither scanned nor resolved again, and the
+// reply is the same as a fresh parse gives.
+TEST_F(ServerTest, PrioritizeOfTheFilteredNodesReusesTheFiltersWork) {
+  const std::vector<std::string> names = {"r001-n03", "r000-n02", "r000-n00", "r001-n00", "r001-n01"};
+  const Json pod = MakePod("ml", "p", 1);
+  const Response f = service_->Filter(FilterBody(pod, names));
+  ASSERT_EQ(f.code, 200);
+  const Json passed = Json::parse(f.body).at("NodeNames");
+  ASSERT_EQ(passed, Json({"r000-n02", "r001-n00", "r001-n01"}));  // filter order kept
+  const std::string prioritize = Json{{"Pod", pod}, {"NodeNames", passed}}.dump();
+  const int64_t hits = service_->NodeNamesCacheHits();
+  const Response p = service_->Prioritize(prioritize);
+  EXPECT_EQ(service_->NodeNamesCacheHits(), hits + 1);
+  Service fresh(ext_.get(), views_.get(), &client_, nullptr);  // its own, empty cache
+  const Response q = fresh.Prioritize(prioritize);
+  EXPECT_EQ(fresh.NodeNamesCacheHits(), 0);
+  ASSERT_EQ(p.code, 200);
+  EXPECT_EQ(p.body, q.body);
+  EXPECT_EQ(Json::parse(p.body).size(), 3u);
+  // The same filter again: nothing new to remember, still a hit for the prioritize.
+  ASSERT_EQ(service_->Filter(FilterBody(pod, names)).body, f.body);
+  EXPECT_EQ(service_->Prioritize(prioritize).body, p.body);
+  const std::string m = metrics_.Serialize();
+  EXPECT_NE(m.find("nvl72_extender_node_names_total{cache=\"hit\",verb=\"prioritize\"} 2"), std::string::npos) << m;
+  EXPECT_NE(m.find("nvl72_extender_node_names_total{cache=\"miss\",verb=\"filter\"} 1"), std::string::npos);
+  EXPECT_NE(m.find("nvl72_extender_node_names_total{cache=\"hit\",verb=\"filter\"} 1"), std::string::npos);
+}
+
 TEST_F(ServerTest, FullNodesModeReturnsNodeObjects) {
   StartServer();
   httplib::Client cli("127.0.0.1", server_->port());

@@ -7,12 +7,38 @@ Response BadRequest(const Status& s) { return {400, ErrorBody(s.message())}; }
 
 }  // namespace
 
+// kube-scheduler's prioritize request for this pod carries, as its NodeNames, exactly the nodes this
+// filter reply passes, in the same order (and Go encodes each name as it did in the filter request).
+// Cached with its resolution, that request skips the scan and the name lookups. When every node
+// passed, the filter request's own array is already cached.
+void Service::RememberPassed(const ClusterView& view, const NodeNameList& nodes,
+                             const std::vector<int>& passed) const {
+  {
+    std::lock_guard<std::mutex> l(nodes.resolved_mu);
+    if (nodes.passed_generation == view.generation && nodes.passed == passed) return;
+    nodes.passed_generation = view.generation;
+    nodes.passed = passed;
+  }
+  std::string raw;
+  std::shared_ptr<NodeNameList> subset = nodes.Subset(passed, &raw);
+  const auto ids = view.Resolve(nodes);  // memoised by Extender::Filter for this view
+  auto sub_ids = std::make_shared<std::vector<placement::NodeId>>();
+  sub_ids->reserve(passed.size());
+  for (int i : passed) sub_ids->push_back((*ids)[static_cast<size_t>(i)]);
+  subset->resolved_generation = view.generation;  // not shared yet: no lock needed
+  subset->resolved = std::move(sub_ids);
+  node_names_.Insert(raw, std::move(subset));
+}
+
 Response Service::Filter(std::string_view body) const {
   auto args = ParseExtenderArgs(body, extender_->options().gpu_resource, &node_names_);
   if (!args.ok()) return BadRequest(args.status());
   const auto view = views_->View();
   const FilterDecision d = extender_->Filter(*view, *args);
-  if (metrics_ != nullptr) metrics_->ObserveFilter(d.passed.size(), d.failed.size());
+  if (metrics_ != nullptr) {
+    metrics_->ObserveFilter(d.passed.size(), d.failed.size());
+    if (args->node_cache_capable) metrics_->ObserveNodeNames("filter", args->node_names_cached);
+  }
   const NodeNameList& nodes = *args->nodes;
   FilterReply reply;
   reply.names_are_literals = true;
@@ -23,6 +49,7 @@ Response Service::Filter(std::string_view body) const {
   if (args->node_cache_capable || !args->has_nodes) {
     reply.passed.reserve(d.passed.size());
     for (int i : d.passed) reply.passed.emplace_back(nodes.Literal(static_cast<size_t>(i)));
+    if (args->node_cache_capable && !d.failed.empty()) RememberPassed(*view, nodes, d.passed);
     return {200, SerializeFilterResult(reply)};
   }
   // Full-Nodes mode (slow path): the reply carries the passed node objects themselves.
@@ -58,6 +85,9 @@ Response Service::Prioritize(std::string_view body) const {
   if (!args.ok()) return BadRequest(args.status());
   const auto view = views_->View();
   const std::vector<int> scores = extender_->Prioritize(*view, *args);
+  if (metrics_ != nullptr && args->node_cache_capable) {
+    metrics_->ObserveNodeNames("prioritize", args->node_names_cached);
+  }
   return {200, SerializeHostPriorities(*args->nodes, scores)};
 }
 

@@ -59,6 +59,9 @@ class Service {
   // Recent NodeNames arrays: the filter's (all nodes) and the prioritize's (those that passed), for
   // a pod or two in flight.
   mutable NodeNamesCache node_names_{4};
+
+  void RememberPassed(const ClusterView& view, const NodeNameList& nodes,
+                      const std::vector<int>& passed) const;
 };
 
 }  // namespace nvl72::extender

@@ -475,8 +475,12 @@ PodInfo PodInfoFromJsonChecked(const Json& pod, std::string_view gpu_resource, b
 namespace {
 // Parses the NodeNames array at the scanner (at its '['): the names and their literals, in one pass.
 // nullptr if it is not an array of strings.
-std::shared_ptr<NodeNameList> ParseNodeNamesArray(Scanner& sc) {
+// `expected` sizes the vectors up front (growing them moves every name again and again).
+std::shared_ptr<NodeNameList> ParseNodeNamesArray(Scanner& sc, size_t expected, size_t bytes_left) {
   auto list = std::make_shared<NodeNameList>();
+  list->names.reserve(expected);
+  list->literal_end.reserve(expected);
+  list->literals.reserve(bytes_left);
   if (!sc.Eat('[')) return nullptr;
   if (!sc.Eat(']')) {
     do {
@@ -553,10 +557,13 @@ StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body, std::string_view
           if (auto hit = cache->FindPrefixOf(body.substr(at), &known)) {
             sc.Advance(known);
             args.nodes = std::move(hit);
+            args.node_names_cached = true;
             continue;
           }
         }
-        std::shared_ptr<NodeNameList> parsed = ParseNodeNamesArray(sc);
+        // Arrays in a burst differ by a few names: size the new one like the last one seen.
+        const size_t last = cache != nullptr ? cache->LastSize() : 0;
+        std::shared_ptr<NodeNameList> parsed = ParseNodeNamesArray(sc, last + last / 16 + 8, body.size() - at);
         if (parsed == nullptr) {
           return InvalidArgumentError("NodeNames must be an array of strings (at byte " +
                                       std::to_string(at) + ")");
@@ -761,6 +768,31 @@ std::shared_ptr<NodeNameList> NodeNameList::FromNames(std::vector<std::string> n
   return list;
 }
 
+std::shared_ptr<NodeNameList> NodeNameList::Subset(std::span<const int> indices,
+                                                   std::string* raw) const {
+  auto list = std::make_shared<NodeNameList>();
+  list->names.reserve(indices.size());
+  list->literal_end.reserve(indices.size());
+  raw->clear();
+  raw->reserve(literals.size() + indices.size() + 2);
+  *raw += '[';
+  uint32_t end = 0;
+  for (int i : indices) {
+    const auto k = static_cast<size_t>(i);
+    const std::string_view lit = Literal(k);
+    if (end > 0) *raw += ',';
+    raw->append(lit);
+    list->names.push_back(names[k]);
+    end += static_cast<uint32_t>(lit.size());
+    list->literal_end.push_back(end);
+  }
+  *raw += ']';
+  // The literals back to back: the array without its brackets and commas.
+  list->literals.reserve(end);
+  for (int i : indices) list->literals.append(Literal(static_cast<size_t>(i)));
+  return list;
+}
+
 std::shared_ptr<const NodeNameList> NodeNamesCache::FindPrefixOf(std::string_view text,
                                                                   size_t* length) const {
   std::lock_guard<std::mutex> l(mu_);
@@ -777,10 +809,22 @@ std::shared_ptr<const NodeNameList> NodeNamesCache::FindPrefixOf(std::string_vie
 
 void NodeNamesCache::Insert(std::string_view raw, std::shared_ptr<const NodeNameList> list) {
   if (capacity_ == 0) return;
-  Entry e{std::string(raw), std::move(list)};
   std::lock_guard<std::mutex> l(mu_);
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (entries_[i].raw != raw) continue;
+    entries_[i].list = std::move(list);  // the same bytes again: refresh, do not hold them twice
+    std::rotate(entries_.begin(), entries_.begin() + static_cast<std::ptrdiff_t>(i),
+                entries_.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+    return;
+  }
+  Entry e{std::string(raw), std::move(list)};
   if (entries_.size() >= capacity_) entries_.pop_back();
   entries_.insert(entries_.begin(), std::move(e));
+}
+
+size_t NodeNamesCache::LastSize() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return entries_.empty() ? 0 : entries_.front().list->size();
 }
 
 int64_t NodeNamesCache::hits() const {

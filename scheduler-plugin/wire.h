@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -61,6 +62,10 @@ struct NodeNameList {
 
   // Builds the list from names (literals escaped here).
   static std::shared_ptr<NodeNameList> FromNames(std::vector<std::string> names);
+  // The entries at `indices` (in that order) as a new list, and in `*raw` that list as the JSON array
+  // kube-scheduler sends for it ("[" literals joined by "," "]": Go's encoding of the same strings
+  // gives the same literals). The filter's passed nodes come back as the prioritize's NodeNames.
+  std::shared_ptr<NodeNameList> Subset(std::span<const int> indices, std::string* raw) const;
   size_t size() const { return names.size(); }
   std::string_view Literal(size_t i) const {
     const uint32_t begin = i == 0 ? 0 : literal_end[i - 1];
@@ -72,6 +77,10 @@ struct NodeNameList {
   mutable std::mutex resolved_mu;
   mutable uint64_t resolved_generation = 0;
   mutable std::shared_ptr<const std::vector<int32_t>> resolved;
+  // The filter's passed indices last registered as a prioritize array (Service::RememberPassed) and
+  // the view generation they were computed in: a repeat is not copied and registered again.
+  mutable uint64_t passed_generation = 0;
+  mutable std::vector<int> passed;
 };
 
 // Recently seen NodeNames arrays (their exact bytes, from '[' to ']') and their parses. Thread-safe.
@@ -83,6 +92,8 @@ class NodeNamesCache {
   std::shared_ptr<const NodeNameList> FindPrefixOf(std::string_view text, size_t* length) const;
   void Insert(std::string_view raw, std::shared_ptr<const NodeNameList> list);
   int64_t hits() const;
+  // Size of the most recently used list (0 if none): a size hint for parsing the next one.
+  size_t LastSize() const;
 
  private:
   struct Entry {
@@ -102,6 +113,7 @@ struct ExtenderArgs {
   // "Nodes": {"items": [...]} (full-Nodes mode) or neither (zero nodes).
   bool node_cache_capable = false;
   bool has_nodes = false;  // "Nodes" was a non-null object
+  bool node_names_cached = false;  // NodeNames was a recent array (NodeNamesCache hit)
   // NodeNames, or metadata.name of each Nodes.items entry. Never null.
   std::shared_ptr<const NodeNameList> nodes = std::make_shared<NodeNameList>();
 
