@@ -159,6 +159,20 @@ for line in sys.stdin:
 buckets.sort(); total = buckets[-1][1] if buckets else 0
 for le, c in buckets:
     if total and c >= 0.99 * total: print(f"<= {le*1e6:.0f} us"); break')
+cache_hits=$(curl -sf "http://127.0.0.1:$ext_port/metrics" | python3 -c '
+import sys
+n = {}
+for line in sys.stdin:
+    if line.startswith("nvl72_extender_node_names_total{"):
+        labels, value = line.rsplit(" ", 1)
+        n[labels] = float(value)
+def get(verb, cache):
+    return sum(v for k, v in n.items() if f"verb=\"{verb}\"" in k and f"cache=\"{cache}\"" in k)
+out = []
+for verb in ("filter", "prioritize"):
+    hit, miss = get(verb, "hit"), get(verb, "miss")
+    out.append(f"{verb} {hit:.0f} of {hit + miss:.0f} ({hit / max(hit + miss, 1):.0%})")
+print(", ".join(out))')
 echo
 echo "Real kube-scheduler ($K8S_VERSION) on $((racks * 18)) kwok nodes, $pods single-GPU pods created"
 echo "while the scheduler was stopped, pods/s = pods / span of PodScheduled times (1 s resolution):"
@@ -172,5 +186,6 @@ echo
 echo "With the extender: $(python3 -c "print(f'{$ext_rate / $noext_rate:.0%}')") of the same config without it, $(python3 -c "print(f'{$ext_rate / $plain_rate:.0%}')") of the stock default profile."
 echo
 echo "Extender-side filter p99 during that run (from /metrics histogram buckets): $filter_p99."
+echo "NodeNames arrays served from the extender's cache (nvl72_extender_node_names_total): $cache_hits."
 echo "CPU used from start to the end of the run: nvl72-extender ${ext_cpu} s (cache sync included),"
 echo "kube-scheduler ${sched_cpu} s."

@@ -9,8 +9,11 @@
 #include <thread>
 
 #include <httplib.h>
-#include <prometheus/exposer.h>
+#include <prometheus/text_serializer.h>
 
+#include <sstream>
+
+#include "common/http_server.h"
 #include "kube/config.h"
 #include "kube/http_client.h"
 #include "kube/preflight.h"
@@ -84,44 +87,67 @@ int Main(int argc, char** argv) {
   (*client)->SetRequestObserver([&metrics](std::string_view verb, int code, double seconds) {
     metrics.ObserveApiRequest(verb, code, seconds);
   });
-  std::unique_ptr<prometheus::Exposer> exposer;
+  // /metrics and the probes: the same limits as the extender's listener (common/http_server.h):
+  // a few workers, short timeouts, no request bodies, idle connections closed after 5 s.
+  auto text_error = [](int, const std::string& what) { return std::make_pair(what + "\n", std::string("text/plain")); };
+  std::unique_ptr<HttpServer> metrics_server;
   if (!o.metrics_addr.empty() && o.metrics_addr != "0") {
-    std::string host;
-    int port = 0;
-    SplitHostPort(o.metrics_addr, &host, &port);
-    try {
-      exposer = std::make_unique<prometheus::Exposer>(host + ":" + std::to_string(port));
-      exposer->RegisterCollectable(metrics.Collectable());
-    } catch (const std::exception& e) {
-      NVL72_LOG(kError) << "metrics server on " << o.metrics_addr << ": " << e.what();
+    HttpServerOptions so;
+    SplitHostPort(o.metrics_addr, &so.host, &so.port);
+    so.tls_cert = o.metrics_tls_cert;
+    so.tls_key = o.metrics_tls_key;
+    so.client_ca = o.metrics_client_ca;
+    so.tls_flag_prefix = "--metrics-tls";
+    so.client_ca_flag = "--metrics-client-ca";
+    so.workers = 2;
+    so.error_body = text_error;
+    metrics_server = std::make_unique<HttpServer>(so);
+    if (Status s = metrics_server->Init(); !s.ok()) {
+      NVL72_LOG(kError) << "metrics server: " << s;
       return 1;
     }
+    std::shared_ptr<prometheus::Collectable> collectable = metrics.Collectable();
+    metrics_server->http().Get("/metrics", [collectable](const httplib::Request&, httplib::Response& res) {
+      std::ostringstream out;
+      prometheus::TextSerializer().Serialize(out, collectable->Collect());
+      res.set_content(out.str(), "text/plain; version=0.0.4");
+    });
+    if (Status s = metrics_server->Start(); !s.ok()) {
+      NVL72_LOG(kError) << "metrics server on " << o.metrics_addr << ": " << s;
+      return 1;
+    }
+    NVL72_LOG(kInfo) << "metrics on " << (metrics_server->tls() ? "https://" : "http://") << o.metrics_addr
+                     << "/metrics" << (o.metrics_client_ca.empty() ? "" : " (client certificates required)");
   }
 
   Controller controller(client->get(), o, &metrics);
 
-  httplib::Server health;
-  std::jthread health_thread;
+  std::unique_ptr<HttpServer> health;
   if (!o.health_addr.empty() && o.health_addr != "0") {
-    std::string host;
-    int port = 0;
-    SplitHostPort(o.health_addr, &host, &port);
-    health.Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {
+    HttpServerOptions so;
+    SplitHostPort(o.health_addr, &so.host, &so.port);
+    so.workers = 2;
+    so.error_body = text_error;
+    health = std::make_unique<HttpServer>(so);
+    if (Status s = health->Init(); !s.ok()) {
+      NVL72_LOG(kError) << "health server: " << s;
+      return 1;
+    }
+    health->http().Get("/healthz", [&](const httplib::Request&, httplib::Response& res) {
       res.status = controller.Healthy() ? 200 : 500;
       res.set_content(controller.Healthy() ? "ok\n" : "unhealthy\n", "text/plain");
     });
-    health.Get("/readyz", [&](const httplib::Request&, httplib::Response& res) {
+    health->http().Get("/readyz", [&](const httplib::Request&, httplib::Response& res) {
       const bool ready = controller.Ready();
       res.status = ready ? 200 : 503;
       res.set_content(ready ? (controller.IsLeader() ? "ok leader\n" : "ok standby\n")
                             : "caches not synced\n",
                       "text/plain");
     });
-    if (!health.bind_to_port(host, port)) {
-      NVL72_LOG(kError) << "health server: cannot bind " << o.health_addr;
+    if (Status s = health->Start(); !s.ok()) {
+      NVL72_LOG(kError) << "health server: cannot bind " << o.health_addr << ": " << s;
       return 1;
     }
-    health_thread = std::jthread([&] { health.listen_after_bind(); });
   }
 
   std::stop_source stop;
@@ -138,7 +164,8 @@ int Main(int argc, char** argv) {
     stop.request_stop();
     pthread_kill(signal_thread.native_handle(), SIGTERM);
   }
-  health.stop();
+  if (health != nullptr) health->Stop();
+  if (metrics_server != nullptr) metrics_server->Stop();
   if (!s.ok()) {
     NVL72_LOG(kError) << "controller: " << s;
     return 1;

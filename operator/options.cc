@@ -38,6 +38,11 @@ Usage: nvl72-operator [flags]
   --lease-namespace NS         Lease namespace (default kube-system)
   --identity ID                leader election identity (default hostname_pid)
   --metrics-addr HOST:PORT     Prometheus /metrics (default 0.0.0.0:8080; "0" disables)
+  --metrics-tls-cert FILE      serve /metrics over HTTPS with this PEM certificate (needs
+                               --metrics-tls-key)
+  --metrics-tls-key FILE       PEM private key of --metrics-tls-cert
+  --metrics-client-ca FILE     /metrics only for clients with a certificate signed by this PEM CA
+                               (mTLS; needs --metrics-tls-cert)
   --health-addr HOST:PORT      /healthz and /readyz (default 0.0.0.0:8081; "0" disables)
   --health-stall-seconds N     /healthz fails when keys wait in the work queue and no reconcile
                                finished for N seconds (stuck workers; default 300; 0 = off)
@@ -68,6 +73,8 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       {"gpu-resource", &o.gpu_resource},     {"policy", &o.policy},
       {"lease-name", &o.lease_name},         {"lease-namespace", &o.lease_namespace},
       {"identity", &o.identity},             {"metrics-addr", &o.metrics_addr},
+      {"metrics-tls-cert", &o.metrics_tls_cert}, {"metrics-tls-key", &o.metrics_tls_key},
+      {"metrics-client-ca", &o.metrics_client_ca},
       {"health-addr", &o.health_addr},       {"log-level", &o.log_level},
       {"cordoned-ranks", &o.cordoned_ranks},
       {"log-format", &o.log_format}};
@@ -164,6 +171,12 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
     if (!addr->empty() && *addr != "0" && !SplitHostPort(*addr, &host, &port)) {
       return InvalidArgumentError(std::string(flag) + ": expected HOST:PORT, got \"" + *addr + "\"");
     }
+  }
+  if (o.metrics_tls_cert.empty() != o.metrics_tls_key.empty()) {
+    return InvalidArgumentError("--metrics-tls-cert and --metrics-tls-key go together");
+  }
+  if (!o.metrics_client_ca.empty() && o.metrics_tls_cert.empty()) {
+    return InvalidArgumentError("--metrics-client-ca needs --metrics-tls-cert and --metrics-tls-key");
   }
   if (o.leader_elect && (o.lease_name.empty() || o.lease_namespace.empty())) {
     return InvalidArgumentError("--leader-elect needs --lease-name and --lease-namespace");

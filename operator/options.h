@@ -30,6 +30,11 @@ struct Options {
   std::string identity;  // "" -> hostname_pid
   std::string metrics_addr = "0.0.0.0:8080";  // "" or "0" disables
   std::string health_addr = "0.0.0.0:8081";   // "" or "0" disables
+  // /metrics over HTTPS (both PEM files set), and with a client CA only for clients with a
+  // certificate signed by it (mTLS).
+  std::string metrics_tls_cert;
+  std::string metrics_tls_key;
+  std::string metrics_client_ca;
   std::string log_level = "info";              // debug | info | warning | error
   // Recovery (issue 6). -1 = unset: a job without spec.recovery.waitForDomainSeconds waits
   // 3 x its notReadyGraceSeconds for a node in its domain before its gang moves.

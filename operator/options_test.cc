@@ -63,7 +63,9 @@ TEST(OptionsTest, ErrorsNameTheFlag) {
            {{"--recovery-wait-seconds=-5"}, "--recovery-wait-seconds"},
            {{"--defrag-max-concurrent-moves=0"}, "--defrag-max-concurrent-moves"},
            {{"--defrag=sometimes"}, "--defrag"},
-           {{"--defrag-move-timeout-seconds=0"}, "--defrag-move-timeout-seconds"}}) {
+           {{"--defrag-move-timeout-seconds=0"}, "--defrag-move-timeout-seconds"},
+           {{"--metrics-tls-cert=/a.crt"}, "--metrics-tls-cert and --metrics-tls-key go together"},
+           {{"--metrics-client-ca=/ca.crt"}, "--metrics-client-ca needs --metrics-tls-cert"}}) {
     auto o = ParseOptions(args);
     ASSERT_FALSE(o.ok()) << flag;
     EXPECT_NE(o.status().message().find(flag), std::string::npos) << o.status().message();

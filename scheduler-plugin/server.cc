@@ -17,32 +17,8 @@ std::string RegexEscape(const std::string& s) {
   return std::regex_replace(s, special, R"(\$&)");
 }
 
-// Reads the request body into `body`, at most `max_bytes` of it. 200 (empty body) when it was read;
-// 413 when it is larger (known from Content-Length before reading, or while reading a chunked
-// body); 408 when it could not be read completely (the client stalled past the read timeout or left).
-Response ReadBody(const httplib::Request& req, const httplib::ContentReader& read_body,
-                  size_t max_bytes, std::string* body) {
-  if (req.has_header("Content-Length")) {
-    const std::string length = req.get_header_value("Content-Length");
-    uint64_t n = 0;
-    const std::errc ec = std::from_chars(length.data(), length.data() + length.size(), n).ec;
-    if (ec == std::errc::result_out_of_range ||
-        (ec == std::errc() && n > static_cast<uint64_t>(max_bytes))) {
-      return {413, ErrorBody("request body too large")};
-    }
-  }
-  bool too_large = false;
-  const bool read = read_body([&](const char* data, size_t n) {
-    if (body->size() + n > max_bytes) {
-      too_large = true;
-      return false;
-    }
-    body->append(data, n);
-    return true;
-  });
-  if (too_large) return {413, ErrorBody("request body too large")};
-  if (!read) return {408, ErrorBody("request body incomplete (client too slow or gone)")};
-  return {200, ""};
+std::string VerbPattern(const std::string& prefix) {
+  return RegexEscape(prefix) + "/(filter|prioritize|bind|preempt)";
 }
 
 }  // namespace
@@ -53,70 +29,54 @@ Server::Server(ServerOptions options, const Service* service, Metrics* metrics)
 Server::~Server() { Stop(); }
 
 Status Server::Start() {
-  if (options_.tls_cert.empty() != options_.tls_key.empty()) {
-    return InvalidArgumentError("--tls-cert and --tls-key go together");
-  }
-  if (!options_.client_ca.empty() && options_.tls_cert.empty()) {
-    return InvalidArgumentError("--client-ca needs --tls-cert and --tls-key");
-  }
-  if (!options_.tls_cert.empty()) {
-    auto ssl = std::make_unique<httplib::SSLServer>(
-        options_.tls_cert.c_str(), options_.tls_key.c_str(),
-        options_.client_ca.empty() ? nullptr : options_.client_ca.c_str());
-    if (!ssl->is_valid()) {
-      return InvalidArgumentError("cannot load TLS certificate/key (" + options_.tls_cert + ", " +
-                                  options_.tls_key + ")" +
-                                  (options_.client_ca.empty() ? "" : " or client CA " + options_.client_ca));
-    }
-    http_ = std::move(ssl);
-  } else {
-    http_ = std::make_unique<httplib::Server>();
-  }
-  const int workers = std::max(1, options_.workers);
-  http_->new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<size_t>(workers)); };
-  http_->set_payload_max_length(options_.max_body_bytes);
-  http_->set_read_timeout(options_.read_timeout);
-  http_->set_write_timeout(options_.write_timeout);
-  http_->set_keep_alive_timeout(static_cast<time_t>(options_.keep_alive_timeout.count()));
-  http_->set_keep_alive_max_count(options_.keep_alive_max_count);
-  http_->set_tcp_nodelay(true);
+  HttpServerOptions o;
+  o.host = options_.host;
+  o.port = options_.port;
+  o.tls_cert = options_.tls_cert;
+  o.tls_key = options_.tls_key;
+  o.client_ca = options_.client_ca;
+  o.workers = options_.workers;
+  o.read_timeout = options_.read_timeout;
+  o.write_timeout = options_.write_timeout;
+  o.keep_alive_timeout = options_.keep_alive_timeout;
+  o.keep_alive_max_count = options_.keep_alive_max_count;
+  o.max_body_bytes = options_.max_body_bytes;
+  o.body_paths = VerbPattern(options_.prefix);
+  // Errors produced by httplib itself (404 no route, 413 too large, 400 bad request line) get a
+  // JSON body too, and are counted.
+  Metrics* metrics = metrics_;
+  o.error_body = [metrics](int status, const std::string& what) {
+    if (metrics != nullptr) metrics->ObserveRequest("other", status, 0);
+    return std::make_pair(ErrorBody(what), std::string(kJson));
+  };
+  http_ = std::make_unique<HttpServer>(std::move(o));
+  if (Status s = http_->Init(); !s.ok()) return s;
   Routes();
-
-  if (options_.port == 0) {
-    port_ = http_->bind_to_any_port(options_.host);
-    if (port_ <= 0) return UnavailableError("cannot bind " + options_.host + ":0");
-  } else {
-    if (!http_->bind_to_port(options_.host, options_.port)) {
-      return UnavailableError("cannot bind " + options_.host + ":" + std::to_string(options_.port));
-    }
-    port_ = options_.port;
-  }
-  auto listening_done = std::make_shared<std::atomic<bool>>(false);
-  thread_ = std::thread([this, listening_done] {
-    http_->listen_after_bind();
-    listening_done->store(true);
-  });
-  // stop() is a no-op until the accept loop runs: wait for it so that Stop() never hangs.
-  while (!http_->is_running() && !listening_done->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (Status s = http_->Start(); !s.ok()) return s;
+  port_ = http_->port();
   return Status::Ok();
 }
 
 void Server::Stop() {
-  if (http_ != nullptr) http_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (http_ != nullptr) http_->Stop();
 }
 
 void Server::Routes() {
-  const std::string pattern = RegexEscape(options_.prefix) + "/(filter|prioritize|bind|preempt)";
+  httplib::Server& http = http_->http();
+  const std::string pattern = VerbPattern(options_.prefix);
   // The verbs read their body themselves: httplib 0.11 enforces the payload limit only for bodies
   // with a Content-Length and reads a chunked body of any size into memory.
-  http_->Post(pattern, [this](const httplib::Request& req, httplib::Response& res,
+  http.Post(pattern, [this](const httplib::Request& req, httplib::Response& res,
                               const httplib::ContentReader& read_body) {
     const auto start = std::chrono::steady_clock::now();
     const std::string verb = req.matches[1];
     std::string body;
-    Response r = ReadBody(req, read_body, options_.max_body_bytes, &body);
-    if (r.code == 200) r = service_->Handle(verb, body);
+    Response r;
+    switch (ReadBodyLimited(req, read_body, options_.max_body_bytes, &body)) {
+      case 200: r = service_->Handle(verb, body); break;
+      case 413: r = {413, ErrorBody("request body too large")}; break;
+      default: r = {408, ErrorBody("request body incomplete (client too slow or gone)")}; break;
+    }
     res.status = r.code;
     res.set_content(std::move(r.body), kJson);
     if (metrics_ != nullptr) {
@@ -125,10 +85,10 @@ void Server::Routes() {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
   });
-  http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+  http.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("ok\n", "text/plain");
   });
-  http_->Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+  http.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
     if (service_->Ready()) {
       res.set_content("ok\n", "text/plain");
     } else {
@@ -136,34 +96,10 @@ void Server::Routes() {
       res.set_content("informer caches not synced\n", "text/plain");
     }
   });
-  http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_ != nullptr ? metrics_->Serialize() : std::string(),
                     "text/plain; version=0.0.4");
   });
-  // Errors produced by httplib itself (404 no route, 413 too large, 400 bad request line) and
-  // handler exceptions get a JSON body too, and are counted.
-  http_->set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (res.body.empty()) {
-      std::string what = res.status == 413   ? "request body too large"
-                         : res.status == 404 ? "no such path " + req.path
-                                             : "HTTP " + std::to_string(res.status);
-      res.set_content(ErrorBody(what), kJson);
-      // Replies of the verb handlers (4xx with a body) are counted by the handler itself.
-      if (metrics_ != nullptr && req.method == "POST") metrics_->ObserveRequest("other", res.status, 0);
-    }
-  });
-  http_->set_exception_handler(
-      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "internal error";
-        try {
-          if (ep) std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what += std::string(": ") + e.what();
-        } catch (...) {
-        }
-        res.status = 500;
-        res.set_content(ErrorBody(what), kJson);
-      });
 }
 
 }  // namespace nvl72::extender

@@ -5,7 +5,8 @@
 //   GET  /readyz    200 once the informer caches have synced and a view is published, else 503
 //   GET  /metrics   Prometheus text format (scheduler-plugin/metrics.h)
 //
-// Limits: request bodies above `max_body_bytes` get 413; socket read/write timeouts per request;
+// Limits (common/http_server.h): request bodies above `max_body_bytes` get 413, and so does any
+// body sent to a path other than the verbs; socket read/write timeouts per request;
 // keep-alive connections (the scheduler reuses one connection) up to `keep_alive_max_count`
 // requests or `keep_alive_timeout` idle; `workers` threads serve connections (httplib's thread
 // pool: a keep-alive connection holds its worker while it is open). Every error reply has a JSON body
@@ -21,13 +22,10 @@
 #include <string>
 #include <thread>
 
+#include "common/http_server.h"
 #include "common/status.h"
 #include "scheduler-plugin/metrics.h"
 #include "scheduler-plugin/service.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace nvl72::extender {
 
@@ -66,8 +64,7 @@ class Server {
   ServerOptions options_;
   const Service* service_;
   Metrics* metrics_;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread thread_;
+  std::unique_ptr<HttpServer> http_;
   int port_ = 0;
 };
 

@@ -1,0 +1,490 @@
+#include "common/http_server.h"
+
+#include <httplib.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <regex>
+#include <type_traits>
+#include <vector>
+
+namespace nvl72 {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The worker pool, counting the connections that wait for a worker (httplib's ThreadPool does not
+// say): an idle keep-alive connection gives its worker up as soon as another connection waits.
+class CountingPool final : public httplib::TaskQueue {
+ public:
+  explicit CountingPool(size_t n) {
+    for (size_t i = 0; i < n; ++i) threads_.emplace_back([this] { Work(); });
+  }
+  void enqueue(std::function<void()> fn) override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      jobs_.push_back(std::move(fn));
+      waiting_.store(jobs_.size());
+    }
+    cv_.notify_one();
+  }
+  void shutdown() override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      shutdown_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  size_t waiting() const { return waiting_.load(); }
+
+ private:
+  void Work() {
+    for (;;) {
+      std::function<void()> fn;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return !jobs_.empty() || shutdown_; });
+        if (jobs_.empty()) return;  // shut down
+        fn = std::move(jobs_.front());
+        jobs_.pop_front();
+        waiting_.store(jobs_.size());
+      }
+      fn();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  std::atomic<size_t> waiting_{0};
+  bool shutdown_ = false;
+  std::vector<std::thread> threads_;
+};
+
+struct Limits {
+  std::chrono::milliseconds read_timeout{5000};
+  std::chrono::milliseconds write_timeout{5000};
+  std::chrono::milliseconds request_timeout{10000};
+  std::chrono::seconds keep_alive_timeout{5};
+  size_t keep_alive_max_count = 10000;
+  size_t request_bytes = 1u << 20;  // request line + headers + body
+};
+
+int PollFor(int fd, short events, Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  if (left <= 0) return 0;
+  pollfd p{fd, events, 0};
+  int r;
+  do {
+    r = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1 << 30)));
+  } while (r < 0 && errno == EINTR);
+  return r;
+}
+
+// The connection as httplib's Stream, with what httplib 0.11's own socket stream lacks: a byte budget
+// and a deadline per request (its line reader grows without bound: 100 MB sent as one request line
+// took 107 MB of memory), buffered reads (httplib reads header lines a byte at a time), and TLS or
+// plain I/O on a non-blocking socket.
+class GuardedStream final : public httplib::Stream {
+ public:
+  GuardedStream(int fd, SSL* ssl, const Limits& limits) : fd_(fd), ssl_(ssl), limits_(limits) {}
+
+  void BeginRequest() {
+    budget_ = limits_.request_bytes;
+    deadline_ = Clock::now() + limits_.request_timeout;
+    close_after_ = false;
+  }
+  bool broken() const { return broken_ || write_broken_; }
+  bool close_after() const { return close_after_; }
+  void CloseAfterReply() { close_after_ = true; }
+  size_t buffered() const { return end_ - begin_ + (ssl_ != nullptr ? static_cast<size_t>(SSL_pending(ssl_)) : 0); }
+
+  bool is_readable() const override {
+    if (buffered() > 0) return true;
+    return PollFor(fd_, POLLIN, ReadDeadline()) > 0;
+  }
+  bool is_writable() const override {
+    return PollFor(fd_, POLLOUT, Clock::now() + limits_.write_timeout) > 0;
+  }
+  ssize_t read(char* ptr, size_t size) override {
+    if (broken_) return -1;
+    if (begin_ == end_) {
+      const ssize_t n = Fill();
+      if (n <= 0) return n;
+    }
+    size_t n = std::min(size, end_ - begin_);
+    if (n > budget_) n = budget_;
+    if (n == 0) {  // the request is larger than we accept
+      broken_ = true;
+      return -1;
+    }
+    std::memcpy(ptr, buf_ + begin_, n);
+    begin_ += n;
+    budget_ -= n;
+    return static_cast<ssize_t>(n);
+  }
+  // A request that could not be read whole still gets its error reply (408, 413).
+  ssize_t write(const char* ptr, size_t size) override {
+    if (write_broken_) return -1;
+    const Clock::time_point deadline = Clock::now() + limits_.write_timeout;
+    for (;;) {
+      ssize_t n;
+      if (ssl_ != nullptr) {
+        ERR_clear_error();
+        const int r = SSL_write(ssl_, ptr, static_cast<int>(std::min<size_t>(size, 1 << 30)));
+        if (r > 0) return r;
+        const int e = SSL_get_error(ssl_, r);
+        if (e != SSL_ERROR_WANT_WRITE && e != SSL_ERROR_WANT_READ) return WriteBroken();
+        if (PollFor(fd_, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline) <= 0) return WriteBroken();
+        continue;
+      }
+      n = send(fd_, ptr, size, MSG_NOSIGNAL);
+      if (n >= 0) return n;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return WriteBroken();
+      if (PollFor(fd_, POLLOUT, deadline) <= 0) return WriteBroken();
+    }
+  }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    if (getpeername(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0) Describe(a, &ip, &port);
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    if (getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0) Describe(a, &ip, &port);
+  }
+  socket_t socket() const override { return fd_; }
+
+ private:
+  Clock::time_point ReadDeadline() const { return std::min(deadline_, Clock::now() + limits_.read_timeout); }
+  ssize_t Broken() {
+    broken_ = true;
+    return -1;
+  }
+  ssize_t WriteBroken() {
+    write_broken_ = true;
+    return -1;
+  }
+  // Reads what is there (at most a buffer) within the read timeout and the request's deadline.
+  ssize_t Fill() {
+    begin_ = end_ = 0;
+    for (;;) {
+      const Clock::time_point deadline = ReadDeadline();
+      if (Clock::now() >= deadline) return Broken();
+      ssize_t n;
+      if (ssl_ != nullptr) {
+        ERR_clear_error();
+        const int r = SSL_read(ssl_, buf_, sizeof buf_);
+        if (r > 0) {
+          end_ = static_cast<size_t>(r);
+          return r;
+        }
+        const int e = SSL_get_error(ssl_, r);
+        if (e == SSL_ERROR_ZERO_RETURN) return 0;
+        if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return Broken();
+        if (PollFor(fd_, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline) <= 0) return Broken();
+        continue;
+      }
+      n = recv(fd_, buf_, sizeof buf_, 0);
+      if (n > 0) {
+        end_ = static_cast<size_t>(n);
+        return n;
+      }
+      if (n == 0) return 0;
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) return Broken();
+      if (PollFor(fd_, POLLIN, deadline) <= 0) return Broken();
+    }
+  }
+  static void Describe(const sockaddr_storage& a, std::string* ip, int* port) {
+    char text[INET6_ADDRSTRLEN] = {};
+    if (a.ss_family == AF_INET) {
+      const auto& in = reinterpret_cast<const sockaddr_in&>(a);
+      inet_ntop(AF_INET, &in.sin_addr, text, sizeof text);
+      *port = ntohs(in.sin_port);
+    } else if (a.ss_family == AF_INET6) {
+      const auto& in6 = reinterpret_cast<const sockaddr_in6&>(a);
+      inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof text);
+      *port = ntohs(in6.sin6_port);
+    }
+    *ip = text;
+  }
+
+  const int fd_;
+  SSL* const ssl_;
+  const Limits& limits_;
+  char buf_[16384];
+  size_t begin_ = 0, end_ = 0;
+  size_t budget_ = 0;
+  Clock::time_point deadline_{};
+  bool broken_ = false;        // reading failed or went over the budget or the deadline
+  bool write_broken_ = false;  // writing failed or timed out
+  bool close_after_ = false;
+};
+
+// The connection being served by this worker thread (for CloseAfterReply from a handler).
+thread_local GuardedStream* current_stream = nullptr;
+
+// httplib's server with our connection loop in place of its own (process_and_close_socket is the
+// one per-connection hook httplib has; overriding it is how SSLServer adds TLS). process_request,
+// the HTTP parsing and routing, stays httplib's.
+template <typename Base>
+class GuardedServer final : public Base {
+ public:
+  template <typename... Args>
+  explicit GuardedServer(Limits limits, Args&&... args) : Base(std::forward<Args>(args)...), limits_(limits) {
+    this->new_task_queue = [this] {
+      pool_ = new CountingPool(workers_);
+      return pool_;
+    };
+  }
+  void set_workers(size_t n) { workers_ = std::max<size_t>(1, n); }
+
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    const bool ok = Serve(sock);
+    ::shutdown(sock, SHUT_RDWR);
+    ::close(sock);
+    return ok;
+  }
+
+  bool Serve(int sock) {
+    const int flags = fcntl(sock, F_GETFL, 0);
+    if (flags < 0 || fcntl(sock, F_SETFL, flags | O_NONBLOCK) < 0) return false;
+    SSL* ssl = nullptr;
+    if constexpr (std::is_same_v<Base, httplib::SSLServer>) {
+      ssl = SSL_new(this->ssl_context());
+      if (ssl == nullptr) return false;
+      SSL_set_fd(ssl, sock);
+      if (!Handshake(ssl, sock)) {
+        SSL_free(ssl);
+        return false;
+      }
+    }
+    GuardedStream strm(sock, ssl, limits_);
+    current_stream = &strm;
+    bool ok = true;
+    for (size_t count = limits_.keep_alive_max_count; count > 0; --count) {
+      if (strm.buffered() == 0 && !WaitForRequest(sock)) break;
+      strm.BeginRequest();
+      bool connection_closed = false;
+      ok = this->process_request(strm, count == 1, connection_closed, [ssl](httplib::Request& req) {
+        req.ssl = ssl;
+      });
+      if (!ok || connection_closed || strm.broken() || strm.close_after()) break;
+    }
+    current_stream = nullptr;
+    if (ssl != nullptr) {
+      SSL_shutdown(ssl);  // close_notify, not waiting for the peer's
+      SSL_free(ssl);
+    }
+    return ok;
+  }
+
+  // The TLS handshake, bounded by the request timeout as a whole (a client that trickles it cannot
+  // hold the worker longer).
+  bool Handshake(SSL* ssl, int sock) {
+    const Clock::time_point deadline = Clock::now() + limits_.request_timeout;
+    for (;;) {
+      ERR_clear_error();
+      const int r = SSL_accept(ssl);
+      if (r == 1) return true;
+      const int e = SSL_get_error(ssl, r);
+      if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return false;
+      const Clock::time_point step = std::min(deadline, Clock::now() + limits_.read_timeout);
+      if (PollFor(sock, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, step) <= 0) return false;
+    }
+  }
+
+  // Waits for the next request's first byte: false when the connection stays idle for the
+  // keep-alive timeout, is closed, the server stops, or another connection waits for a worker.
+  bool WaitForRequest(int sock) {
+    const Clock::time_point start = Clock::now();
+    const Clock::time_point idle_until = start + limits_.keep_alive_timeout;
+    // A client sends its next request right after the last reply (or after connecting): within
+    // this grace an idle connection is not given up, which keeps the race of a request crossing
+    // our close rare.
+    const Clock::time_point grace_until = start + kIdleGrace;
+    for (;;) {
+      if (this->svr_sock_ == INVALID_SOCKET) return false;  // stopping
+      const Clock::time_point now = Clock::now();
+      if (now >= grace_until && pool_ != nullptr && pool_->waiting() > 0) return false;  // give the worker up
+      const Clock::time_point slice = std::min(idle_until, now + std::chrono::milliseconds(20));
+      const int r = PollFor(sock, POLLIN, slice);
+      if (r > 0) {
+        char c;
+        return recv(sock, &c, 1, MSG_PEEK) > 0;  // data, not the peer's close
+      }
+      if (r < 0 || Clock::now() >= idle_until) return false;
+    }
+  }
+
+  static constexpr std::chrono::milliseconds kIdleGrace{200};
+  const Limits limits_;
+  size_t workers_ = 4;
+  CountingPool* pool_ = nullptr;  // owned by httplib (new_task_queue)
+};
+
+}  // namespace
+
+void CloseConnectionAfterReply() {
+  if (current_stream != nullptr) current_stream->CloseAfterReply();
+}
+
+HttpServer::HttpServer(HttpServerOptions options) : options_(std::move(options)) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Status HttpServer::Init() {
+  const std::string& p = options_.tls_flag_prefix;
+  if (options_.tls_cert.empty() != options_.tls_key.empty()) {
+    return InvalidArgumentError(p + "-cert and " + p + "-key go together");
+  }
+  if (!options_.client_ca.empty() && options_.tls_cert.empty()) {
+    return InvalidArgumentError(options_.client_ca_flag + " needs " + p + "-cert and " + p + "-key");
+  }
+  Limits limits;
+  limits.read_timeout = options_.read_timeout;
+  limits.write_timeout = options_.write_timeout;
+  limits.request_timeout = options_.request_timeout;
+  limits.keep_alive_timeout = options_.keep_alive_timeout;
+  limits.keep_alive_max_count = std::max<size_t>(1, options_.keep_alive_max_count);
+  limits.request_bytes = options_.max_body_bytes + options_.max_header_bytes;
+  const auto workers = static_cast<size_t>(std::max(1, options_.workers));
+  if (!options_.tls_cert.empty()) {
+    auto ssl = std::make_unique<GuardedServer<httplib::SSLServer>>(
+        limits, options_.tls_cert.c_str(), options_.tls_key.c_str(),
+        options_.client_ca.empty() ? nullptr : options_.client_ca.c_str());
+    if (!ssl->is_valid()) {
+      return InvalidArgumentError("cannot load TLS certificate/key (" + options_.tls_cert + ", " +
+                                  options_.tls_key + ")" +
+                                  (options_.client_ca.empty() ? "" : " or client CA " + options_.client_ca));
+    }
+    ssl->set_workers(workers);
+    http_ = std::move(ssl);
+  } else {
+    auto plain = std::make_unique<GuardedServer<httplib::Server>>(limits);
+    plain->set_workers(workers);
+    http_ = std::move(plain);
+  }
+  http_->set_payload_max_length(options_.max_body_bytes);
+  http_->set_tcp_nodelay(true);
+
+  auto error_body = options_.error_body;
+  auto reply = [error_body](httplib::Response& res, int status, const std::string& what) {
+    res.status = status;
+    if (error_body) {
+      auto [body, type] = error_body(status, what);
+      res.set_content(body, type.c_str());
+    } else {
+      res.set_content(what + "\n", "text/plain");
+    }
+  };
+  // Bodies only where a route reads them (bounded): checked on the headers, before any body byte.
+  std::shared_ptr<const std::regex> body_paths;
+  if (!options_.body_paths.empty()) body_paths = std::make_shared<const std::regex>(options_.body_paths);
+  http_->set_pre_routing_handler([body_paths, reply](const httplib::Request& req, httplib::Response& res) {
+    const bool chunked = req.has_header("Transfer-Encoding");
+    const std::string length = req.get_header_value("Content-Length");
+    const bool has_body = chunked || (!length.empty() && length != "0");
+    if (!has_body || (body_paths != nullptr && std::regex_match(req.path, *body_paths))) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    // The unread body must not be taken for the next request on this connection.
+    res.set_header("Connection", "close");
+    CloseConnectionAfterReply();
+    // Every route of ours that is not a read (GET, HEAD) takes a body, so the path is unknown.
+    if (req.method == "GET" || req.method == "HEAD") {
+      reply(res, 413, "no request body accepted on " + req.path);
+    } else {
+      reply(res, 404, "no such path " + req.path);
+    }
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  http_->set_error_handler([reply](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;  // a route's own error reply
+    reply(res, res.status,
+          res.status == 413   ? std::string("request body too large")
+          : res.status == 404 ? "no such path " + req.path
+                              : "HTTP " + std::to_string(res.status));
+  });
+  http_->set_exception_handler(
+      [reply](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what += std::string(": ") + e.what();
+        } catch (...) {
+        }
+        reply(res, 500, what);
+      });
+  return Status::Ok();
+}
+
+Status HttpServer::Start() {
+  if (http_ == nullptr) return FailedPreconditionError("HttpServer::Start before Init");
+  if (options_.port == 0) {
+    port_ = http_->bind_to_any_port(options_.host);
+    if (port_ <= 0) return UnavailableError("cannot bind " + options_.host + ":0");
+  } else {
+    if (!http_->bind_to_port(options_.host, options_.port)) {
+      return UnavailableError("cannot bind " + options_.host + ":" + std::to_string(options_.port));
+    }
+    port_ = options_.port;
+  }
+  auto listening_done = std::make_shared<std::atomic<bool>>(false);
+  thread_ = std::thread([this, listening_done] {
+    http_->listen_after_bind();
+    listening_done->store(true);
+  });
+  // stop() is a no-op until the accept loop runs: wait for it so that Stop() never hangs.
+  while (!http_->is_running() && !listening_done->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return Status::Ok();
+}
+
+void HttpServer::Stop() {
+  if (http_ != nullptr) http_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+int ReadBodyLimited(const httplib::Request& req, const httplib::ContentReader& read_body,
+                    size_t max_bytes, std::string* body) {
+  if (req.has_header("Content-Length")) {
+    const std::string length = req.get_header_value("Content-Length");
+    uint64_t n = 0;
+    const std::errc ec = std::from_chars(length.data(), length.data() + length.size(), n).ec;
+    if (ec == std::errc::result_out_of_range || (ec == std::errc() && n > static_cast<uint64_t>(max_bytes))) {
+      CloseConnectionAfterReply();
+      return 413;
+    }
+  }
+  bool too_large = false;
+  const bool read = read_body([&](const char* data, size_t n) {
+    if (body->size() + n > max_bytes) {
+      too_large = true;
+      return false;
+    }
+    body->append(data, n);
+    return true;
+  });
+  if (too_large || !read) CloseConnectionAfterReply();  // the rest of the body is not read
+  if (too_large) return 413;
+  if (!read) return 408;
+  return 200;
+}
+
+}  // namespace nvl72

@@ -1,0 +1,229 @@
+#include "common/http_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <httplib.h>
+
+#include <chrono>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace nvl72 {
+namespace {
+
+// A raw TCP connection to 127.0.0.1:port (to send what no well-behaved client would).
+class RawConn {
+ public:
+  explicit RawConn(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  }
+  ~RawConn() { close(fd_); }
+  bool connected() const { return connected_; }
+  bool Send(const std::string& s) { return send(fd_, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size()); }
+  // Everything the server sends until it closes the connection or `timeout` passes.
+  // `*closed` tells which.
+  std::string ReadAll(std::chrono::milliseconds timeout, bool* closed) {
+    std::string out;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    *closed = false;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (poll(&p, 1, static_cast<int>(std::max<int64_t>(1, left.count()))) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) {
+        *closed = true;
+        break;
+      }
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+  }
+
+ private:
+  int fd_;
+  bool connected_ = false;
+};
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void Start(HttpServerOptions o) {
+    server_ = std::make_unique<HttpServer>(std::move(o));
+    ASSERT_TRUE(server_->Init().ok());
+    server_->http().Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content("ok\n", "text/plain");
+    });
+    server_->http().Post("/upload", [](const httplib::Request& req, httplib::Response& res,
+                                       const httplib::ContentReader& read) {
+      std::string body;
+      const int code = ReadBodyLimited(req, read, 1024, &body);
+      res.status = code;
+      res.set_content(code == 200 ? std::to_string(body.size()) : std::string("refused"), "text/plain");
+    });
+    ASSERT_TRUE(server_->Start().ok());
+  }
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(HttpServerTest, BodiesOnlyWhereARouteReadsThem) {
+  HttpServerOptions o;
+  o.body_paths = "/upload";
+  o.error_body = [](int status, const std::string& what) {
+    return std::make_pair("{\"Error\":\"" + what + "\",\"status\":" + std::to_string(status) + "}",
+                          std::string("application/json"));
+  };
+  Start(o);
+  // A chunked body to a path without a body route: 413 on the headers alone, connection closed
+  // (the body is never read: 1 GiB announced, a few bytes sent).
+  RawConn c(server_->port());
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n40000000\r\nabc"));
+  bool closed = false;
+  const std::string reply = c.ReadAll(std::chrono::seconds(5), &closed);
+  EXPECT_NE(reply.find("HTTP/1.1 413"), std::string::npos) << reply;
+  EXPECT_NE(reply.find("no request body accepted on /healthz"), std::string::npos) << reply;
+  EXPECT_TRUE(closed) << "the connection must not be reused with an unread body in it";
+
+  httplib::Client cli("127.0.0.1", server_->port());
+  auto post = cli.Post("/nowhere", std::string(100, 'x'), "text/plain");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 404);
+  EXPECT_EQ(post->body, "{\"Error\":\"no such path /nowhere\",\"status\":404}");
+  // The body route still takes bodies, bounded by its own limit.
+  auto up = cli.Post("/upload", std::string(100, 'x'), "text/plain");
+  ASSERT_TRUE(up);
+  EXPECT_EQ(up->status, 200);
+  EXPECT_EQ(up->body, "100");
+  auto big = cli.Post("/upload", std::string(5000, 'x'), "text/plain");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+  // httplib's own errors get the error body; bodiless requests are served as before.
+  auto missing = cli.Get("/missing");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_EQ(missing->body, "{\"Error\":\"no such path /missing\",\"status\":404}");
+  auto ok = cli.Get("/healthz");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->body, "ok\n");
+}
+
+// A worker serves one connection at a time: an idle connection (here one that never sends a byte)
+// gives its worker up as soon as another connection waits, long before the keep-alive timeout.
+TEST_F(HttpServerTest, AnIdleConnectionGivesItsWorkerToAWaitingOne) {
+  HttpServerOptions o;
+  o.workers = 1;
+  o.keep_alive_timeout = std::chrono::seconds(60);
+  Start(o);
+  RawConn idle(server_->port());
+  ASSERT_TRUE(idle.connected());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // it now holds the only worker
+  httplib::Client cli("127.0.0.1", server_->port());
+  cli.set_read_timeout(10, 0);  // far below the 60 s the idle connection could otherwise hold on
+  auto res = cli.Get("/healthz");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  bool closed = false;
+  idle.ReadAll(std::chrono::seconds(5), &closed);
+  EXPECT_TRUE(closed);
+}
+
+// Without other clients an idle connection stays until the keep-alive timeout, then is closed.
+TEST_F(HttpServerTest, AnIdleConnectionIsClosedAfterTheKeepAliveTimeout) {
+  HttpServerOptions o;
+  o.keep_alive_timeout = std::chrono::seconds(1);
+  Start(o);
+  RawConn idle(server_->port());
+  ASSERT_TRUE(idle.connected());
+  bool closed = false;
+  idle.ReadAll(std::chrono::seconds(10), &closed);
+  EXPECT_TRUE(closed);
+}
+
+// httplib 0.11 reads a request line or header until its newline, however long (100 MB sent as one
+// line took 107 MB of its memory). Here the request is cut off at max_header_bytes + max_body_bytes.
+TEST_F(HttpServerTest, AnEndlessRequestLineIsCutOff) {
+  HttpServerOptions o;
+  o.max_body_bytes = 4096;
+  o.max_header_bytes = 4096;
+  Start(o);
+  RawConn c(server_->port());
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.Send("GET /"));
+  const std::string chunk(64 << 10, 'a');
+  size_t sent = 0;
+  while (sent < (16u << 20) && c.Send(chunk)) sent += chunk.size();
+  EXPECT_LT(sent, 16u << 20) << "the server kept reading a 16 MiB request line";
+  bool closed = false;
+  c.ReadAll(std::chrono::seconds(5), &closed);
+  EXPECT_TRUE(closed);
+  httplib::Client cli("127.0.0.1", server_->port());
+  auto res = cli.Get("/healthz");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+}
+
+// A client that sends its headers a byte at a time, each just inside the read timeout, is cut off at
+// the request timeout.
+TEST_F(HttpServerTest, ATricklingRequestIsCutOffAtTheRequestTimeout) {
+  HttpServerOptions o;
+  o.read_timeout = std::chrono::milliseconds(1000);
+  o.request_timeout = std::chrono::milliseconds(500);
+  Start(o);
+  RawConn c(server_->port());
+  ASSERT_TRUE(c.connected());
+  const std::string request = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+  size_t i = 0;
+  for (; i < request.size() && c.Send(request.substr(i, 1)); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the whole request takes ~4 s
+  }
+  bool closed = false;
+  const std::string reply = c.ReadAll(std::chrono::seconds(3), &closed);
+  EXPECT_TRUE(closed);
+  EXPECT_EQ(reply.find("200 OK"), std::string::npos) << reply;
+}
+
+TEST_F(HttpServerTest, TlsFilesAreChecked) {
+  HttpServerOptions half;
+  half.tls_cert = "/nonexistent.crt";
+  HttpServer a(half);
+  Status s = a.Init();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--tls-cert and --tls-key go together"), std::string::npos) << s.message();
+
+  HttpServerOptions ca_only;
+  ca_only.client_ca = "/ca.crt";
+  ca_only.tls_flag_prefix = "--metrics-tls";
+  ca_only.client_ca_flag = "--metrics-client-ca";
+  HttpServer b(ca_only);
+  s = b.Init();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--metrics-client-ca needs --metrics-tls-cert and --metrics-tls-key"),
+            std::string::npos)
+      << s.message();
+
+  HttpServerOptions missing;
+  missing.tls_cert = "/nonexistent.crt";
+  missing.tls_key = "/nonexistent.key";
+  HttpServer c(missing);
+  s = c.Init();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("cannot load TLS certificate/key (/nonexistent.crt"), std::string::npos);
+}
+
+TEST_F(HttpServerTest, StartWithoutInitIsAnError) {
+  HttpServer s{HttpServerOptions{}};
+  EXPECT_EQ(s.Start().code(), StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace nvl72
