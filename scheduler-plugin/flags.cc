@@ -39,7 +39,10 @@ Usage: nvl72-extender [flags]
   --gpu-resource NAME        extended resource counted as GPUs (default nvidia.com/gpu)
   --workers N                HTTP worker threads (default 8)
   --max-body-bytes N         largest accepted request body (default 33554432)
-  --request-timeout-ms N     socket read/write timeout of one request (default 10000)
+  --request-timeout-ms N     longest wait for the next bytes of a request, or for the client to
+                             take the reply (default 10000); a whole request must arrive within
+                             twice this (at least 10 s); idle connections close after 60 s, or
+                             after 200 ms when another connection waits for a worker
   --min-rebuild-interval-ms N  debounce of cluster view rebuilds after changes (default 100)
   --log-level LEVEL          debug, info, warning, error (default info)
   --log-format FORMAT        text | json (one JSON object per line; default text)

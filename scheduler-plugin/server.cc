@@ -38,6 +38,8 @@ Status Server::Start() {
   o.workers = options_.workers;
   o.read_timeout = options_.read_timeout;
   o.write_timeout = options_.write_timeout;
+  // A whole request (headers and body) must arrive within twice the per-read timeout, at least 10 s.
+  o.request_timeout = std::max(std::chrono::milliseconds(10000), 2 * options_.read_timeout);
   o.keep_alive_timeout = options_.keep_alive_timeout;
   o.keep_alive_max_count = options_.keep_alive_max_count;
   o.max_body_bytes = options_.max_body_bytes;
