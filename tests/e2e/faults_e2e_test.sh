@@ -13,7 +13,10 @@
 #  2. a body over --max-body-bytes (with Content-Length, chunked, and a Content-Length that
 #     announces 64 GiB) gets 413 or a closed connection, never a crash; the extender serves on;
 #  3. a slow client that sends headers (or half the headers) then stalls is disconnected after the
-#     read timeout (--request-timeout-ms 2000) while other clients are served meanwhile;
+#     read timeout (--request-timeout-ms 2000) while other clients are served meanwhile; as many
+#     idle connections as workers do not block /healthz; a 64 MiB request line is cut off without
+#     the extender's memory growing; a request trickled just inside the read timeout is cut off at
+#     the whole-request limit;
 #  4. the operator and the extender started with a kubeconfig whose token is wrong: never ready,
 #     a clear "Unauthorized" error in the log, the token string nowhere in any log (nor the real
 #     admin token);
@@ -225,6 +228,58 @@ for variant in headers half-headers; do
   [[ $served == 3 ]] || fail "only $served of 3 other requests were served while a slow client stalled"
 done
 ext_alive || fail "extender not alive after the slow clients"
+
+# Idle connections, as many as --workers (4): each holds a worker, which an idle one gives up 200 ms
+# after another connection waits (before: /healthz waited 59.5 s for the keep-alive timeout).
+# A request line of 64 MiB (httplib 0.11 alone would hold it all in memory) and a request trickled
+# a byte at a time are cut off. Prints: healthz seconds, RSS growth (kB), bytes the server took of
+# the long line, seconds until the trickling client was cut off.
+read -r idle_s rss_kb took_mb trickle_s < <(python3 - "$ext_port" "$ext_pid" "$read_timeout_ms" <<'PY'
+import socket, sys, time, urllib.request
+port, pid, timeout_ms = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+rss = lambda: int(next(l for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS")).split()[1])
+idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(4)]
+time.sleep(0.3)
+t = time.time()
+urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=30).read()
+idle_s = time.time() - t
+for c in idle: c.close()
+before = rss()
+c = socket.create_connection(("127.0.0.1", port)); c.sendall(b"GET /")
+sent, chunk = 0, b"a" * (1 << 20)
+try:
+    while sent < (64 << 20):
+        c.sendall(chunk); sent += len(chunk)
+except OSError:
+    pass
+c.close()
+time.sleep(0.5)
+grown = rss() - before
+c = socket.create_connection(("127.0.0.1", port)); t = time.time()
+try:
+    for b in b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * 400 + b"\r\n\r\n":
+        c.sendall(bytes([b])); time.sleep(timeout_ms / 1000 / 4)
+        if time.time() - t > 60: break
+except OSError:
+    pass
+c.settimeout(5)
+try:
+    while c.recv(4096): pass
+except OSError:
+    pass
+print(f"{idle_s:.2f} {grown} {sent >> 20} {time.time() - t:.1f}")
+PY
+)
+awk -v s="$idle_s" 'BEGIN { exit !(s < 5) }' &&
+  ok "4 idle connections on 4 workers: /healthz answered in ${idle_s} s (an idle connection gives its worker up)" ||
+  fail "4 idle connections on 4 workers: /healthz took ${idle_s} s"
+((took_mb < 64 && rss_kb < 16384)) &&
+  ok "a 64 MiB request line: cut off after ${took_mb} MiB sent, extender RSS +${rss_kb} kB" ||
+  fail "a 64 MiB request line: the extender took ${took_mb} MiB, RSS +${rss_kb} kB"
+awk -v s="$trickle_s" -v lim="$((2 * read_timeout_ms / 1000 + 10))" 'BEGIN { exit !(s <= lim) }' &&
+  ok "a request trickled a byte every $((read_timeout_ms / 4)) ms: cut off after ${trickle_s} s (whole-request limit: twice the read timeout, at least 10 s)" ||
+  fail "a trickled request held its connection ${trickle_s} s"
+ext_alive || fail "extender not alive after idle, endless and trickling clients"
 
 # ------------------------------------------------------------------------------------------------
 log "4. a kubeconfig with a wrong token"

@@ -84,7 +84,9 @@ ok "local control plane at $NVL72_APISERVER_URL, $(helm version --short)"
 
 all_on=(--set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true
   --set monitoring.dashboard.enabled=true --set extender.tls.enabled=true
-  --set extender.tls.secretName=nvl72-extender-tls --set imagePullSecrets='{regcred}')
+  --set extender.tls.secretName=nvl72-extender-tls --set imagePullSecrets='{regcred}'
+  --set operator.metricsTLS.enabled=true --set operator.metricsTLS.secretName=nvl72-metrics-tls
+  --set operator.metricsTLS.clientAuth=true --set monitoring.serviceMonitor.clientCertSecret=prometheus-client)
 lint=$(helm lint --strict "$chart" 2>&1) || fail "helm lint --strict: $lint"
 lint=$(helm lint --strict "$chart" "${all_on[@]}" 2>&1) || fail "helm lint --strict (everything on): $lint"
 ok "helm lint --strict (defaults, everything on)"
@@ -197,6 +199,63 @@ for sa in "$op" "$ext" "$sch"; do
   expect no "$sa" create clusterrolebindings.rbac.authorization.k8s.io
 done
 ok "RBAC: needed verbs allowed; secrets, node deletion, escalation denied (auth can-i as each ServiceAccount)"
+
+# Everything else denied: what `kubectl auth can-i --list` grants the operator and the extender, minus
+# what every ServiceAccount may do (a bare one's list: discovery, self-reviews), must be exactly the
+# allow-list below, in an application namespace and in the release namespace. This list is the
+# specification (what the code calls), not read from the chart.
+kubectl create serviceaccount nvl72-rbac-baseline -n "$ns" >/dev/null
+kubectl create namespace team-b >/dev/null 2>&1 || true
+rbac_list() { # SA NAMESPACE -> one "resource|resourceName|nonResourceURL|verb" per line
+  kubectl auth can-i --list --as="system:serviceaccount:$ns:$1" -n "$2" 2>/dev/null | python3 -c '
+import re, sys
+for line in sys.stdin.read().splitlines()[1:]:
+    m = re.match(r"^\s*(\S+)?\s*\[([^\]]*)\]\s+\[([^\]]*)\]\s+\[([^\]]*)\]\s*$", line)
+    if not m:
+        print("UNPARSED|" + line); continue
+    res, urls, names, verbs = m.group(1) or "", m.group(2).split(), m.group(3).split(), m.group(4).split()
+    for v in verbs:
+        for u in urls or [""]:
+            for n in names or [""]:
+                print(f"{res}|{n}|{u}|{v}")' | sort -u
+}
+expected_rbac() { # WHO WHERE(app|release) -> the allow-list lines
+  local who=$1 where=$2 r v
+  case $who in
+    operator)
+      for v in get list watch update patch; do echo "nvl72jobs.nvl72.dev|||$v"; done
+      for v in get update patch; do echo "nvl72jobs.nvl72.dev/status|||$v"; done
+      echo "nvl72jobs.nvl72.dev/finalizers|||update"
+      for v in get list watch create delete; do echo "pods|||$v"; echo "services|||$v"; done
+      echo "pods/eviction|||create"
+      for v in get list watch; do echo "nodes|||$v"; echo "priorityclasses.scheduling.k8s.io|||$v"; done
+      for r in events events.events.k8s.io; do for v in create patch update; do echo "$r|||$v"; done; done
+      if [[ $where == release ]]; then
+        echo "leases.coordination.k8s.io|||create"
+        for v in get watch update patch; do echo "leases.coordination.k8s.io|$rel-nvl72-operator-leader||$v"; done
+      fi ;;
+    extender)
+      for v in get list watch; do echo "nodes|||$v"; echo "pods|||$v"; echo "nvl72jobs.nvl72.dev|||$v"; done
+      echo "pods/binding|||create"
+      for r in events events.events.k8s.io; do for v in create patch update; do echo "$r|||$v"; done; done ;;
+  esac | sort -u
+}
+for who in operator extender; do
+  sa=$op; [[ $who == extender ]] && sa=$ext
+  for where in app release; do
+    nsx=team-b; [[ $where == release ]] && nsx=$ns
+    granted=$(comm -23 <(rbac_list "$sa" "$nsx") <(rbac_list nvl72-rbac-baseline "$nsx"))
+    [[ -n $granted ]] || fail "kubectl auth can-i --list as $sa in $nsx returned nothing"
+    grep -q '^UNPARSED' <<<"$granted" && fail "cannot read kubectl auth can-i --list: $(grep '^UNPARSED' <<<"$granted")"
+    extra=$(comm -23 <(echo "$granted") <(expected_rbac "$who" "$where"))
+    missing=$(comm -13 <(echo "$granted") <(expected_rbac "$who" "$where"))
+    [[ -z $extra ]] || fail "the $who may do more than it needs in namespace $nsx: $(tr '\n' ' ' <<<"$extra")"
+    [[ -z $missing ]] || fail "the $who lacks in namespace $nsx: $(tr '\n' ' ' <<<"$missing")"
+  done
+  ok "RBAC: the $who's grants (kubectl auth can-i --list, minus a bare ServiceAccount's) equal its allow-list of $(expected_rbac "$who" release | grep -c .) resource/verb pairs; everything else is denied"
+done
+kubectl delete serviceaccount nvl72-rbac-baseline -n "$ns" >/dev/null
+kubectl delete namespace team-b --wait=false >/dev/null 2>&1 || true
 
 # --- 5. the real kube-scheduler with the chart's config, as the scheduler ServiceAccount -------------
 token=$(kubectl create token "$sch" -n "$ns" --duration=10m) || fail "kubectl create token $sch"

@@ -3,7 +3,9 @@
 # scrapes nvl72-operator and nvl72-extender every second while a scenario runs on the local control
 # plane (kube-apiserver + etcd + kwok, 4 racks of 18 x 4-GPU nodes) with a kube-scheduler serving
 # the nvl72-scheduler profile. Everything is checked through Prometheus' HTTP API:
-#  1. promtool check rules on the chart's alerts; Prometheus loads them;
+#  1. promtool check rules on the chart's alerts; Prometheus loads them; the operator serves /metrics
+#     over mTLS (issue 9): curl without a client certificate and plain HTTP are refused, Prometheus
+#     scrapes it with the test CA and its client certificate;
 #  2. a 16-rank Required job runs: nvl72_operator_domain_free_gpus of EVERY domain equals the free
 #     GPUs this script computes itself from the Node and Pod objects (schedulable nodes: allocatable
 #     minus the GPU requests of their live pods); the totals and jobs by state agree;
@@ -76,8 +78,32 @@ kc apply -f "$repo/crds/nvl72jobs.nvl72.dev.yaml" >/dev/null
 kc wait --for condition=established --timeout=60s crd/nvl72jobs.nvl72.dev >/dev/null
 start_extender "$ext_bin" "$workdir/extender.log" --log-format json || { fail "extender not ready"; exit 1; }
 start_nvl72_scheduler "$repo" "$workdir" "$workdir/nvl72-scheduler.log"
+# The operator serves /metrics over mTLS (issue 9): a CA, a server certificate for 127.0.0.1 and a
+# client certificate for Prometheus, all made here.
+tls=$workdir/tls
+mkdir -p "$tls"
+mkcert() { # NAME SUBJECT_CN EXTENSIONS: NAME.key/NAME.crt signed by the test CA
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$tls/$1.key" \
+    -out "$tls/$1.csr" -subj "/CN=$2" 2>/dev/null &&
+    openssl x509 -req -in "$tls/$1.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" -CAcreateserial \
+      -days 1 -out "$tls/$1.crt" -extfile <(printf '%s\n' "$3") 2>/dev/null
+}
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$tls/ca.key" \
+  -out "$tls/ca.crt" -days 1 -subj "/CN=nvl72-e2e-ca" 2>/dev/null &&
+  mkcert server nvl72-operator-metrics "subjectAltName=DNS:nvl72-operator-metrics,IP:127.0.0.1" &&
+  mkcert client prometheus "extendedKeyUsage=clientAuth" || { fail "openssl: test certificates"; exit 1; }
 start_operator "$op_bin" "$ns" "$workdir/operator.log" --admission-resync-seconds 2 \
-  --log-format json --log-level info || { fail "operator not ready"; exit 1; }
+  --log-format json --log-level info --metrics-tls-cert "$tls/server.crt" \
+  --metrics-tls-key "$tls/server.key" --metrics-client-ca "$tls/ca.crt" || { fail "operator not ready"; exit 1; }
+op_metrics="https://127.0.0.1:$op_metrics_port/metrics"
+curl -sf --cacert "$tls/ca.crt" "$op_metrics" -o /dev/null &&
+  fail "operator /metrics answered a client without a certificate" ||
+  ok "operator /metrics refuses a client without a certificate (mTLS)"
+curl -sf "${op_metrics/https/http}" -o /dev/null &&
+  fail "operator /metrics answered plain HTTP" || ok "operator /metrics refuses plain HTTP"
+curl -sf --cacert "$tls/ca.crt" --cert "$tls/client.crt" --key "$tls/client.key" "$op_metrics" |
+  grep -q '^nvl72_operator_' && ok "operator /metrics over HTTPS with a client certificate" ||
+  fail "operator /metrics over mTLS: $(curl -s --cacert "$tls/ca.crt" --cert "$tls/client.crt" --key "$tls/client.key" "$op_metrics" 2>&1 | head -3)"
 kill -0 "$sched_pid" 2>/dev/null || { fail "nvl72 kube-scheduler exited"; exit 1; }
 
 prom_port=$(free_port)
@@ -86,6 +112,8 @@ global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
 rule_files: ["$chart/files/alerts.yaml"]
 scrape_configs:
   - job_name: nvl72-operator
+    scheme: https
+    tls_config: {ca_file: "$tls/ca.crt", cert_file: "$tls/client.crt", key_file: "$tls/client.key"}
     static_configs: [{targets: ["127.0.0.1:$op_metrics_port"]}]
   - job_name: nvl72-extender
     static_configs: [{targets: ["127.0.0.1:$ext_port"]}]
