@@ -221,11 +221,12 @@ for variant in headers half-headers; do
   served=$(cat "$work/others")
   status_line=${how%|*} conn=${how#*|}
   if [[ $status_line == "$want"* ]]; then
-    ok "slow client ($variant, then stall): '$status_line' after the read timeout (${ts:+$((SECONDS - ts))} s incl. drain); connection then $conn (httplib keeps it until the keep-alive timeout); $served of 3 other requests served meanwhile"
+    ok "slow client ($variant, then stall): '$status_line' after the read timeout (${ts:+$((SECONDS - ts))} s incl. drain); connection then $conn; $served of 3 other requests served meanwhile"
   else
     fail "slow client ($variant, then stall): got '$status_line', wanted '$want' (connection $conn)"
   fi
   [[ $served == 3 ]] || fail "only $served of 3 other requests were served while a slow client stalled"
+  [[ $conn == closed ]] || fail "slow client ($variant): the connection stayed open after the error reply (it holds a worker)"
 done
 ext_alive || fail "extender not alive after the slow clients"
 
