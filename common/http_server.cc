@@ -48,6 +48,15 @@ class CountingPool final : public httplib::TaskQueue {
     for (auto& t : threads_) t.join();
   }
   size_t waiting() const { return waiting_.load(); }
+  // An idle connection may close to free its worker only while fewer have already promised to
+  // than connections wait: one waiting connection does not make every idle one close. A promise is
+  // kept when a waiting connection gets a worker (whichever worker that is).
+  bool ClaimEviction() {
+    std::lock_guard<std::mutex> l(mu_);
+    if (evicting_ >= jobs_.size()) return false;
+    ++evicting_;
+    return true;
+  }
 
  private:
   void Work() {
@@ -60,6 +69,7 @@ class CountingPool final : public httplib::TaskQueue {
         fn = std::move(jobs_.front());
         jobs_.pop_front();
         waiting_.store(jobs_.size());
+        if (evicting_ > 0) --evicting_;
       }
       fn();
     }
@@ -68,6 +78,7 @@ class CountingPool final : public httplib::TaskQueue {
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
   std::atomic<size_t> waiting_{0};
+  size_t evicting_ = 0;  // guarded by mu_
   bool shutdown_ = false;
   std::vector<std::thread> threads_;
 };
@@ -321,7 +332,9 @@ class GuardedServer final : public Base {
     for (;;) {
       if (this->svr_sock_ == INVALID_SOCKET) return false;  // stopping
       const Clock::time_point now = Clock::now();
-      if (now >= grace_until && pool_ != nullptr && pool_->waiting() > 0) return false;  // give the worker up
+      if (now >= grace_until && pool_ != nullptr && pool_->waiting() > 0 && pool_->ClaimEviction()) {
+        return false;  // give the worker up
+      }
       const Clock::time_point slice = std::min(idle_until, now + std::chrono::milliseconds(20));
       const int r = PollFor(sock, POLLIN, slice);
       if (r > 0) {

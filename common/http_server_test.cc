@@ -9,7 +9,10 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -135,6 +138,33 @@ TEST_F(HttpServerTest, AnIdleConnectionGivesItsWorkerToAWaitingOne) {
   bool closed = false;
   idle.ReadAll(std::chrono::seconds(5), &closed);
   EXPECT_TRUE(closed);
+}
+
+// One waiting connection frees one worker: of three idle connections holding all three workers,
+// exactly one closes for a newcomer; the other two stay open.
+TEST_F(HttpServerTest, OneWaitingConnectionClosesOnlyOneIdleOne) {
+  HttpServerOptions o;
+  o.workers = 3;
+  o.keep_alive_timeout = std::chrono::seconds(60);
+  Start(o);
+  std::vector<std::unique_ptr<RawConn>> idle;
+  for (int i = 0; i < 3; ++i) {
+    idle.push_back(std::make_unique<RawConn>(server_->port()));
+    ASSERT_TRUE(idle.back()->connected());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // past the idle grace: all evictable
+  httplib::Client cli("127.0.0.1", server_->port());
+  cli.set_read_timeout(10, 0);
+  auto res = cli.Get("/healthz");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+  int closed_count = 0;
+  for (auto& c : idle) {
+    bool closed = false;
+    c->ReadAll(std::chrono::milliseconds(400), &closed);
+    closed_count += closed ? 1 : 0;
+  }
+  EXPECT_EQ(closed_count, 1);
 }
 
 // Without other clients an idle connection stays until the keep-alive timeout, then is closed.
