@@ -90,6 +90,13 @@ INSTANTIATE_TEST_SUITE_P(
                  Gang(12, TopologyMode::kRequired, 4), false, {}, "needs 4 nodes"},
         GangCase{"PreferredSpansFewestDomains", "nvl72", 0, "a: . .\nb: . . . . .\nc: . . .",
                  Gang(8, TopologyMode::kPreferred), true, {"b", "c"}, ""},
+        // Unconstrained: one domain when one fits (best fit), the fewest domains otherwise.
+        GangCase{"UnconstrainedKeepsOneDomainWhenItFits", "nvl72", 0, "a: . . . . . .\nb: . . . .",
+                 Gang(4, TopologyMode::kUnconstrained), true, {"b"}, ""},
+        GangCase{"UnconstrainedSpansWhenNoDomainFits", "nvl72", 0, "a: . . .\nb: . . 4 4\nc: . . .",
+                 Gang(5, TopologyMode::kUnconstrained), true, {"a", "c"}, ""},
+        GangCase{"UnconstrainedWaitsForRoom", "nvl72", 0, "a: . .\nb: . 4", Gang(4, TopologyMode::kUnconstrained),
+                 false, {}, "only 3 nodes free in the cluster"},
         GangCase{"OneNodeDomainsRequired", "nvl72", 0, "a: .\nb: .\nc: .", Gang(2), false, {},
                  "largest free block is 1 node in a"},
         GangCase{"OneNodeDomainsSingleRank", "nvl72", 0, "a: 4\nb: .\nc: .", Gang(1), true, {"b"}, ""},
