@@ -18,6 +18,21 @@ std::vector<std::string> NamespaceIndex(const Json& obj) {
   return {ns};
 }
 
+bool ShouldLogInformerFailure(int64_t n) { return n == 1 || n == 2 || (n > 0 && n % 10 == 0); }
+
+std::string DescribeInformerError(const ResourceRef& resource, const Status& status, int64_t n) {
+  const std::string what = "list/watch of " + resource.resource;
+  if (status.ok()) return what + " works again after " + std::to_string(n) + " failure" + (n == 1 ? "" : "s");
+  std::string msg = what + " failed (" + std::to_string(n) + " in a row; retrying with backoff, the cache keeps " +
+                    "its last state): " + status.ToString();
+  if (IsUnauthorized(status)) {
+    msg += " - the API server no longer accepts our credentials (token expired or revoked?)";
+  } else if (IsForbidden(status)) {
+    msg += " - RBAC does not allow it (ClusterRole changed?)";
+  }
+  return msg;
+}
+
 Informer::Informer(Client* client, Clock* clock, InformerOptions options)
     : client_(client), clock_(clock), options_(std::move(options)) {}
 
@@ -228,6 +243,7 @@ Status Informer::WatchOnce(std::stop_token stop, int64_t* events) {
   return client_->Watch(
       options_.resource, options_.ns, wo,
       [&](WatchEvent&& ev) {
+        Worked();  // the first event (or bookmark) after failures shows the watch works again
         std::string rv = ResourceVersion(ev.object);
         if (ev.type == WatchEventType::kBookmark) {
           std::lock_guard<std::mutex> l(mu_);
@@ -265,22 +281,33 @@ Status Informer::WatchOnce(std::stop_token stop, int64_t* events) {
       stop);
 }
 
+void Informer::Worked() {
+  if (failures_in_a_row_ > 0 && options_.on_error) options_.on_error(Status::Ok(), failures_in_a_row_);
+  failures_in_a_row_ = 0;
+}
+
 void Informer::Run(std::stop_token stop) {
   Backoff backoff(options_.initial_backoff, options_.max_backoff, 0.2);
   bool need_list = true;
   bool first_watch = true;
   int empty_ok_streak = 0;
+  auto failed = [&](const Status& s) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      ++stats_.watch_errors;
+    }
+    ++failures_in_a_row_;
+    if (options_.on_error) options_.on_error(s, failures_in_a_row_);
+  };
   while (!stop.stop_requested()) {
     if (need_list) {
       Status s = ListAndReplace();
       if (!s.ok()) {
-        {
-          std::lock_guard<std::mutex> l(mu_);
-          ++stats_.watch_errors;
-        }
+        failed(s);
         if (!SleepUnlessStopped(backoff.Next(), stop)) break;
         continue;
       }
+      Worked();
       need_list = false;
       backoff.Reset();
     }
@@ -298,6 +325,7 @@ void Informer::Run(std::stop_token stop) {
       need_list = true;
       continue;
     }
+    if (s.ok()) Worked();  // a watch the server ended normally, even without events
     if (s.ok()) {
       // A server-side timeout: resume at once. Repeated empty watches mean something is wrong:
       // back off rather than spin.
@@ -306,10 +334,7 @@ void Informer::Run(std::stop_token stop) {
       if (events > 0) backoff.Reset();
       continue;
     }
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      ++stats_.watch_errors;
-    }
+    failed(s);
     if (events > 0) backoff.Reset();
     if (!SleepUnlessStopped(backoff.Next(), stop)) break;
   }

@@ -71,7 +71,20 @@ struct InformerOptions {
   // Applied to every listed and watched object before it is stored or handed to handlers (e.g.
   // kube::DropManagedFields, model::SlimPod); empty = objects kept as the API server sent them.
   ObjectTransform transform{};
+  // Called on the informer thread after every failed list or watch (a 410 Gone is a relist, not a
+  // failure) with the error and the number of failures in a row, and once with an OK status and
+  // the number of failures before it when a list or watch succeeds again. The cache keeps its last
+  // state meanwhile. Empty = failures are only counted in Stats(). Must not block.
+  std::function<void(const Status& status, int64_t failures_in_a_row)> on_error{};
 };
+
+// For on_error handlers: whether the n-th failure in a row is worth a log line (the 1st, 2nd, then
+// every 10th: with the default 30 s maximum backoff about one line per 5 minutes of an outage).
+bool ShouldLogInformerFailure(int64_t failures_in_a_row);
+// A one-line description for on_error handlers: "list/watch of pods failed (2 in a row, ...)",
+// naming what a 401 or 403 means, or "list/watch of pods works again after 7 failures".
+std::string DescribeInformerError(const ResourceRef& resource, const Status& status,
+                                  int64_t failures_in_a_row);
 
 struct InformerStats {
   int64_t lists = 0;           // successful lists (the first one included)
@@ -128,6 +141,8 @@ class Informer {
   bool SleepUnlessStopped(Clock::Duration d, std::stop_token stop);
   Status ListAndReplace();
   Status WatchOnce(std::stop_token stop, int64_t* events);
+  // After a successful list or watch event: reports the end of a run of failures to on_error.
+  void Worked();
   void StoreLocked(const std::string& key, const ObjectPtr& obj);
   void RemoveLocked(const std::string& key);
 
@@ -143,6 +158,7 @@ class Informer {
   bool synced_ = false;
   InformerStats stats_;
   std::string resource_version_;  // guarded by mu_
+  int64_t failures_in_a_row_ = 0;  // list/watch failures since the last success; informer thread only
 
   // Serialises handler calls between the list/watch thread and the resync thread.
   std::mutex handler_mu_;

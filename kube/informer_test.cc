@@ -216,6 +216,51 @@ TEST(InformerTest, ListErrorsBackOffAndRetry) {
   EXPECT_EQ(inf.Stats().watch_errors, 3);
 }
 
+// A token revoked while the informer runs: every list fails with 401 until it is accepted again;
+// on_error sees each failure with its count, then one OK with the count when the list works.
+TEST(InformerTest, OnErrorReportsFailuresInARowAndTheRecovery) {
+  FakeClient c;
+  FakeClock clock;
+  c.InjectError(Verb::kList, kConfigMaps, Status(StatusCode::kUnauthenticated, "Unauthorized"), 3);
+  std::mutex mu;
+  std::vector<std::pair<StatusCode, int64_t>> seen;
+  InformerOptions o{.resource = kConfigMaps, .initial_backoff = 100ms, .max_backoff = 1s};
+  o.on_error = [&](const Status& s, int64_t n) {
+    std::lock_guard<std::mutex> l(mu);
+    seen.emplace_back(s.code(), n);
+  };
+  Informer inf(&c, &clock, o);
+  inf.Start();
+  ASSERT_TRUE(Eventually([&] {
+    clock.Advance(100ms);
+    return inf.HasSynced();
+  }));
+  inf.Stop();
+  std::lock_guard<std::mutex> l(mu);
+  const std::vector<std::pair<StatusCode, int64_t>> want = {{StatusCode::kUnauthenticated, 1},
+                                                            {StatusCode::kUnauthenticated, 2},
+                                                            {StatusCode::kUnauthenticated, 3},
+                                                            {StatusCode::kOk, 3}};
+  EXPECT_EQ(seen, want);
+}
+
+TEST(InformerTest, DescribeInformerErrorNamesWhatCredentialErrorsMean) {
+  const std::string unauth =
+      DescribeInformerError(kPods, Status(StatusCode::kUnauthenticated, "Unauthorized"), 2);
+  EXPECT_NE(unauth.find("list/watch of pods failed (2 in a row"), std::string::npos) << unauth;
+  EXPECT_NE(unauth.find("token expired or revoked"), std::string::npos) << unauth;
+  const std::string forbidden =
+      DescribeInformerError(kPods, Status(StatusCode::kPermissionDenied, "forbidden"), 1);
+  EXPECT_NE(forbidden.find("RBAC"), std::string::npos) << forbidden;
+  const std::string down = DescribeInformerError(kPods, UnavailableError("connection refused"), 1);
+  EXPECT_EQ(down.find("token"), std::string::npos) << down;
+  EXPECT_EQ(DescribeInformerError(kPods, Status::Ok(), 1), "list/watch of pods works again after 1 failure");
+  EXPECT_TRUE(ShouldLogInformerFailure(1));
+  EXPECT_TRUE(ShouldLogInformerFailure(2));
+  EXPECT_FALSE(ShouldLogInformerFailure(3));
+  EXPECT_TRUE(ShouldLogInformerFailure(20));
+}
+
 TEST(InformerTest, BookmarksMoveResourceVersion) {
   FakeClient c;
   FakeClock clock;

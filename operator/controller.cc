@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "kube/errors.h"
 #include "kube/events.h"
 #include "kube/informer.h"
 #include "kube/leader_election.h"
@@ -101,6 +102,23 @@ Status Controller::Run(std::stop_token stop) {
   kube::InformerOptions nodes_opts;
   nodes_opts.resource = kube::kNodes;
   nodes_opts.transform = [slim](Json& node) { model::SlimNode(node, slim); };
+  // A token revoked or expired while we run, RBAC taken away, the API server gone: the informers
+  // retry with backoff and keep their caches; say so in the log (the counts are in
+  // nvl72_operator_watch_errors_total).
+  for (kube::InformerOptions* o : {&jobs_opts, &pods_opts, &nodes_opts}) {
+    o->on_error = [r = o->resource](const Status& s, int64_t n) {
+      if (s.ok()) {
+        NVL72_LOG(kInfo) << kube::DescribeInformerError(r, s, n);
+      } else if (kube::ShouldLogInformerFailure(n)) {
+        // A dropped watch is routine; credentials refused or a long outage are not.
+        if (kube::IsUnauthorized(s) || kube::IsForbidden(s) || n >= 10) {
+          NVL72_LOG(kError) << kube::DescribeInformerError(r, s, n);
+        } else {
+          NVL72_LOG(kWarning) << kube::DescribeInformerError(r, s, n);
+        }
+      }
+    };
+  }
   kube::Informer jobs(client_, clock, jobs_opts);
   kube::Informer pods(client_, clock, pods_opts);
   kube::Informer nodes(client_, clock, nodes_opts);

@@ -44,6 +44,9 @@ ClusterCache::ClusterCache(kube::Client* client, kube::Clock* clock, ClusterCach
     o.resource = r;
     o.ns = "";
     o.transform = std::move(transform);
+    if (options_.on_informer_error) {
+      o.on_error = [cb = options_.on_informer_error, r](const Status& s, int64_t n) { cb(r, s, n); };
+    }
     auto inf = std::make_unique<kube::Informer>(client_, clock_, o);
     kube::EventHandlers h;
     h.on_add = [this](const kube::ObjectPtr&) { MarkDirty(); };

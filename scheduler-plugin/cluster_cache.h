@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -71,6 +72,10 @@ struct ClusterCacheOptions {
   std::chrono::milliseconds min_rebuild_interval{20};
   std::chrono::seconds assume_ttl{60};
   kube::InformerOptions informer_template;  // backoff and timeouts; resource/selectors are set here
+  // Each informer's list/watch failures and recoveries (kube::InformerOptions::on_error), with the
+  // resource it watches. Empty = counted in the informers' stats only.
+  std::function<void(const kube::ResourceRef& resource, const Status& status, int64_t failures_in_a_row)>
+      on_informer_error;
 };
 
 class ClusterCache : public ViewSource {

@@ -26,7 +26,10 @@
 #     rank, every pod on its planned node, and the restarted extender's filter sends a rank only to
 #     its planned node (state recovered from the API server);
 #  6. kube-apiserver restarted (scripts/local-cluster restart-apiserver) under the running operator,
-#     extender and kube-scheduler: a job created afterwards runs, no placement changes.
+#     extender and kube-scheduler: a job created afterwards runs, no placement changes;
+#  7. SIGKILL of the kube-scheduler serving the nvl72-scheduler profile: a job admitted meanwhile
+#     gets its pods, which stay unbound (no other scheduler takes them); a restarted kube-scheduler
+#     binds them to their planned nodes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -319,10 +322,13 @@ leaks=$(grep -l -e "$bad_token" -e "$NVL72_TOKEN" "$work"/*.log 2>/dev/null || t
 log "5. SIGKILL of the operator and the extender while jobs are admitted, then restart"
 sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#EXTENDER_URL#$url#" -e "s#LEADER_ELECT#false#" \
   "$repo/scheduler-plugin/scheduler-config.yaml" >"$work/nvl72-scheduler.yaml"
-e2e_start "$work/nvl72-scheduler.log" "$NVL72_KUBE_SCHEDULER" --config="$work/nvl72-scheduler.yaml" \
-  --secure-port="$(e2e_free_port)" --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
-  --authorization-kubeconfig="$KUBECONFIG"
-sched_pid=$E2E_PID
+start_scheduler() {
+  e2e_start "$work/nvl72-scheduler.log" "$NVL72_KUBE_SCHEDULER" --config="$work/nvl72-scheduler.yaml" \
+    --secure-port="$(e2e_free_port)" --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
+    --authorization-kubeconfig="$KUBECONFIG"
+  sched_pid=$E2E_PID
+}
+start_scheduler
 start_operator() {
   op_health=$(e2e_free_port)
   e2e_start "$work/operator.log" "$op_bin" --kubeconfig "$KUBECONFIG" --namespace "$ns" \
@@ -435,6 +441,29 @@ ranks | sort >"$work/after-restart"
   awk '$2 != $3' | wc -l) == 0 ]] && ok "no placement changed across the restart" || fail "placements changed across the restart"
 kill -0 "$op_pid" 2>/dev/null && kill -0 "$ext_pid" 2>/dev/null && e2e_wait_url 30 "$url/readyz" &&
   ok "operator and extender alive, extender ready" || fail "operator or extender gone or not ready after the apiserver restart"
+
+# ------------------------------------------------------------------------------------------------
+log "7. SIGKILL of the kube-scheduler serving nvl72-scheduler while a job is admitted"
+kill -KILL "$sched_pid" 2>/dev/null || fail "kube-scheduler was not running"
+job ff 4 | kc -n "$ns" apply -f - >/dev/null
+ff_pods() { pods_table | grep '^ff-' || true; }
+ff_created() { [[ $(ff_pods | grep -c .) == 4 ]]; }
+if e2e_wait_until 60 ff_created; then
+  sleep 5  # time for any other scheduler to (wrongly) take them
+  unbound=$(ff_pods | awk '$3 == "-"' | wc -l)
+  [[ $unbound == 4 ]] && ok "job ff admitted, its 4 pods created and left unbound while no nvl72-scheduler runs" ||
+    fail "with the scheduler dead $((4 - unbound)) of ff's pods were bound: $(ff_pods | tr '\n' ';')"
+else
+  fail "ff's pods not created: $(jobs_state | tr '\n' ' ') $(pods_table | tr '\n' ';')"
+fi
+start_scheduler
+if e2e_wait_until 90 all_running 6; then
+  off_plan=$(ff_pods | awk '$2 != $3' | wc -l)
+  [[ $off_plan == 0 ]] && ok "restarted kube-scheduler bound ff's pods to their planned nodes; all 6 jobs Running" ||
+    fail "ff pods off their plan: $(ff_pods | tr '\n' ';')"
+else
+  fail "after the kube-scheduler restart: $(jobs_state | tr '\n' ' ') $(ff_pods | tr '\n' ';')"
+fi
 
 if ((failures > 0)); then log "$failures failures"; exit 1; fi
 log "PASS in $((SECONDS - t0)) s"

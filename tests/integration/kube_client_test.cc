@@ -17,10 +17,12 @@
 #include <openssl/pem.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <set>
 #include <sstream>
@@ -100,6 +102,17 @@ class KubeIntegrationTest : public ::testing::Test {
     auto client = HttpClient::Create(c);
     EXPECT_TRUE(client.ok()) << client.status();
     return client.ok() ? std::move(client).value() : nullptr;
+  }
+  // A client of the same server that authenticates with `token` alone.
+  std::unique_ptr<HttpClient> ClientWithToken(const std::string& token) const {
+    Config c = config_;
+    c.client_cert_data.clear();
+    c.client_key_data.clear();
+    c.client_cert_file.clear();
+    c.client_key_file.clear();
+    c.token_file.clear();
+    c.token = token;
+    return NewClient(c);
   }
   Json ConfigMap(const std::string& name, const std::string& value = "v") {
     return {{"metadata", {{"name", name}, {"labels", {{"it", "yes"}}}}}, {"data", {{"k", value}}}};
@@ -619,6 +632,20 @@ std::string MintServiceAccountToken(const std::string& key_file, const Json& cla
   return sig.empty() ? "" : signing_input + "." + Base64Url(sig);
 }
 
+// The claims of a token the TokenRequest API would issue for ServiceAccount ns/name (uid), bound
+// to the account: deleting the account revokes it.
+Json ServiceAccountClaims(const std::string& ns, const std::string& name, const std::string& uid,
+                          int64_t iat, int64_t exp) {
+  const std::string issuer = "https://kubernetes.default.svc.cluster.local";  // scripts/local-cluster
+  return Json{{"iss", issuer},
+              {"aud", Json::array({issuer})},
+              {"sub", "system:serviceaccount:" + ns + ":" + name},
+              {"iat", iat},
+              {"nbf", iat},
+              {"exp", exp},
+              {"kubernetes.io", {{"namespace", ns}, {"serviceaccount", {{"name", name}, {"uid", uid}}}}}};
+}
+
 // An expired token: the same service-account token is accepted while valid (the account has no
 // rights, so 403) and refused with 401 once its exp has passed; the client says so without the
 // token in the message and does not retry.
@@ -629,30 +656,11 @@ TEST_F(KubeIntegrationTest, ExpiredServiceAccountTokenIsUnauthorized) {
       ResourceRef::Custom("", "v1", "serviceaccounts", "ServiceAccount", true);
   auto sa = client_->Create(service_accounts, ns_, {{"metadata", {{"name", "expiring"}}}});
   ASSERT_TRUE(sa.ok()) << sa.status();
-  const std::string issuer = "https://kubernetes.default.svc.cluster.local";  // scripts/local-cluster
-  auto claims = [&](int64_t iat, int64_t exp) {
-    return Json{{"iss", issuer},
-                {"aud", Json::array({issuer})},
-                {"sub", "system:serviceaccount:" + ns_ + ":expiring"},
-                {"iat", iat},
-                {"nbf", iat},
-                {"exp", exp},
-                {"kubernetes.io",
-                 {{"namespace", ns_}, {"serviceaccount", {{"name", "expiring"}, {"uid", Uid(*sa)}}}}}};
-  };
+  auto claims = [&](int64_t iat, int64_t exp) { return ServiceAccountClaims(ns_, "expiring", Uid(*sa), iat, exp); };
   const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
-  auto client_with = [&](const std::string& token) {
-    Config c = config_;
-    c.client_cert_data.clear();
-    c.client_key_data.clear();
-    c.client_cert_file.clear();
-    c.client_key_file.clear();
-    c.token_file.clear();
-    c.token = token;
-    return NewClient(c);
-  };
+  auto client_with = [&](const std::string& token) { return ClientWithToken(token); };
   const std::string key = state + "/pki/sa.key";
   const std::string valid = MintServiceAccountToken(key, claims(now - 60, now + 600));
   ASSERT_FALSE(valid.empty()) << "cannot sign with " << key;
@@ -667,6 +675,92 @@ TEST_F(KubeIntegrationTest, ExpiredServiceAccountTokenIsUnauthorized) {
   EXPECT_FALSE(s.IsRetryable());
   EXPECT_FALSE(IsTransient(s));
   EXPECT_EQ(s.message().find(expired.substr(expired.size() - 20)), std::string::npos) << s;
+}
+
+// A token revoked while an informer runs on it (its ServiceAccount deleted): the next list/watch
+// gets 401, on_error reports it with what it means, the informer keeps retrying with its last cache.
+TEST_F(KubeIntegrationTest, TokenRevokedWhileAnInformerRunsIsReportedAndTheCacheKept) {
+  const std::string state = Env("NVL72_CLUSTER_STATE");
+  ASSERT_FALSE(state.empty()) << "NVL72_CLUSTER_STATE is not set (source $STATE/env)";
+  const ResourceRef service_accounts =
+      ResourceRef::Custom("", "v1", "serviceaccounts", "ServiceAccount", true);
+  const ResourceRef roles = ResourceRef::Custom("rbac.authorization.k8s.io", "v1", "roles", "Role", true);
+  const ResourceRef bindings =
+      ResourceRef::Custom("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true);
+  auto sa = client_->Create(service_accounts, ns_, {{"metadata", {{"name", "watcher"}}}});
+  ASSERT_TRUE(sa.ok()) << sa.status();
+  auto role = client_->Create(
+      roles, ns_,
+      {{"metadata", {{"name", "watch-configmaps"}}},
+       {"rules", Json::array({{{"apiGroups", Json::array({""})},
+                               {"resources", Json::array({"configmaps"})},
+                               {"verbs", Json::array({"get", "list", "watch"})}}})}});
+  ASSERT_TRUE(role.ok()) << role.status();
+  auto binding = client_->Create(
+      bindings, ns_,
+      {{"metadata", {{"name", "watcher"}}},
+       {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "watch-configmaps"}}},
+       {"subjects", Json::array({{{"kind", "ServiceAccount"}, {"name", "watcher"}, {"namespace", ns_}}})}});
+  ASSERT_TRUE(binding.ok()) << binding.status();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(client_->Create(kConfigMaps, ns_, ConfigMap("cm" + std::to_string(i))).ok());
+
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const std::string token = MintServiceAccountToken(
+      state + "/pki/sa.key", ServiceAccountClaims(ns_, "watcher", Uid(*sa), now - 60, now + 3600));
+  ASSERT_FALSE(token.empty());
+  auto watcher = ClientWithToken(token);
+  ASSERT_NE(watcher, nullptr);
+
+  std::mutex mu;
+  std::vector<std::string> errors;  // DescribeInformerError of each failure
+  InformerOptions o;
+  o.resource = kConfigMaps;
+  o.ns = ns_;
+  o.watch_timeout_seconds = 1;  // watches end every second, so the revocation is seen at once
+  o.initial_backoff = std::chrono::milliseconds(100);
+  o.max_backoff = std::chrono::milliseconds(500);
+  o.on_error = [&](const Status& s, int64_t n) {
+    std::lock_guard<std::mutex> l(mu);
+    errors.push_back(s.ok() ? "ok" : DescribeInformerError(kConfigMaps, s, n));
+  };
+  Informer inf(watcher.get(), RealClock(), o);
+  inf.Start();
+  ASSERT_TRUE(inf.WaitForSync(std::chrono::seconds(20)));
+  EXPECT_EQ(inf.Size(), 3u);
+  {
+    std::lock_guard<std::mutex> l(mu);
+    EXPECT_TRUE(errors.empty()) << errors.front();
+  }
+
+  ASSERT_TRUE(client_->Delete(service_accounts, ns_, "watcher").ok());
+  const auto revoked = std::chrono::steady_clock::now();
+  const auto deadline = revoked + std::chrono::seconds(30);
+  std::string first;
+  while (std::chrono::steady_clock::now() < deadline) {
+    {
+      std::lock_guard<std::mutex> l(mu);
+      if (!errors.empty()) {
+        first = errors.front();
+        break;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(first.empty()) << "no failure reported within 30 s of the revocation";
+  // The API server caches a token's successful authentication for up to 10 s.
+  std::printf("first failure %.1f s after the revocation: %s\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - revoked).count(), first.c_str());
+  EXPECT_NE(first.find("UNAUTHENTICATED"), std::string::npos) << first;
+  EXPECT_NE(first.find("token expired or revoked"), std::string::npos) << first;
+  EXPECT_EQ(first.find(token.substr(token.size() - 20)), std::string::npos) << "the token is in the message";
+  // The cache keeps its last state while the informer retries.
+  ASSERT_TRUE(client_->Create(kConfigMaps, ns_, ConfigMap("after")).ok());
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(inf.Size(), 3u);
+  EXPECT_GE(inf.Stats().watch_errors, 2);
+  inf.Stop();
 }
 
 TEST_F(KubeIntegrationTest, BindEvictAndEvents) {
