@@ -13,7 +13,10 @@
 #      all created at once;
 #      ours must leave more whole free domains, or as many and more whole free nodes (both printed);
 #   3. with the extender stopped, gang ranks stay Pending (never placed elsewhere); once it is back
-#      they bind to their planned nodes.
+#      they bind to their planned nodes;
+#   4. the full-Nodes mode (`nodeCacheCapable: false`: kube-scheduler sends and expects whole Node
+#      objects): the same config with that one line changed binds gang ranks to their planned nodes
+#      and single-GPU pods through the extender, and kube-scheduler logs no extender error.
 # Results are printed as "RESULT ..." lines (and appended to $NVL72_E2E_RESULTS if set).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -245,4 +248,43 @@ fi
 ok "gang g2 bound to its planned nodes after the extender came back"
 grep -q 'nvl72_extender_requests_total{code="200",verb="bind"}' <(curl -sf "http://127.0.0.1:$ext_port/metrics") \
   || fail "metrics: no bind requests counted"
+# ---- 4. full-Nodes mode: kube-scheduler sends Node objects, the filter answers with Nodes ----
+stop_pid "$sched_pid"; sched_pid=
+sed -e 's#nodeCacheCapable: true#nodeCacheCapable: false#' "$state/nvl72-scheduler.yaml" >"$state/nvl72-scheduler-full.yaml"
+grep -q 'nodeCacheCapable: false' "$state/nvl72-scheduler-full.yaml" || fail "could not switch nodeCacheCapable off"
+"$NVL72_KUBE_SCHEDULER" --config="$state/nvl72-scheduler-full.yaml" --secure-port="$(free_port)" \
+  --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
+  --authorization-kubeconfig="$KUBECONFIG" >"$state/nvl72-scheduler-full.log" 2>&1 &
+sched_pid=$!
+sleep 3
+kill -0 "$sched_pid" 2>/dev/null || fail "kube-scheduler with nodeCacheCapable: false exited"
+full_before=$(curl -sf "http://127.0.0.1:$ext_port/metrics" | awk '/^nvl72_extender_requests_total\{code="200",verb="filter"\}/ {print $2}')
+gang_pods g3 rack10-node04 rack10-node08 | kubectl apply -f - >/dev/null
+wait_until 60 all_on_plan g3 2 || fail "full-Nodes mode: gang g3 not bound to its plan:
+$(placements g3)"
+ok "full-Nodes mode: gang g3 bound to its planned nodes"
+for i in 0 1 2 3; do
+  cat <<YAML
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: full-single-$i, namespace: e2e, labels: {e2e: full-single}}
+spec:
+  schedulerName: nvl72-scheduler
+  containers:
+  - name: main
+    image: busybox
+    resources: {requests: {cpu: 100m, nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}
+YAML
+done | kubectl apply -f - >/dev/null
+singles_bound() { [[ $(kubectl get pods -n e2e -l e2e=full-single -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c .) == 4 ]]; }
+wait_until 60 singles_bound || fail "full-Nodes mode: single-GPU pods not bound:
+$(kubectl get pods -n e2e -l e2e=full-single -o wide)"
+full_after=$(curl -sf "http://127.0.0.1:$ext_port/metrics" | awk '/^nvl72_extender_requests_total\{code="200",verb="filter"\}/ {print $2}')
+(( ${full_after%.*} >= ${full_before%.*} + 6 )) || fail "full-Nodes mode: the extender answered only $(( ${full_after%.*} - ${full_before%.*} )) filter requests for 6 pods"
+if grep -i 'extender' "$state/nvl72-scheduler-full.log" | grep -i -E 'error|fail'; then
+  fail "full-Nodes mode: the scheduler logged extender errors"
+fi
+ok "full-Nodes mode: 4 single-GPU pods bound through the extender ($(( ${full_after%.*} - ${full_before%.*} )) filter requests answered with 200)"
+
 ok "all extender e2e checks passed in $(( $(date +%s) - t0 ))s"
