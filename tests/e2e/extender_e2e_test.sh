@@ -83,12 +83,15 @@ start_extender
 ok "nvl72-extender ready on 127.0.0.1:$ext_port"
 sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#EXTENDER_URL#http://127.0.0.1:$ext_port#" \
   -e "s#LEADER_ELECT#false#" "$root/scheduler-plugin/scheduler-config.yaml" >"$state/nvl72-scheduler.yaml"
-"$NVL72_KUBE_SCHEDULER" --config="$state/nvl72-scheduler.yaml" --secure-port="$(free_port)" \
-  --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
-  --authorization-kubeconfig="$KUBECONFIG" >"$state/nvl72-scheduler.log" 2>&1 &
-sched_pid=$!
-sleep 3
-kill -0 "$sched_pid" 2>/dev/null || fail "nvl72 kube-scheduler exited"
+start_scheduler() { # NAME: runs kube-scheduler with $state/NAME.yaml, logs to $state/NAME.log
+  "$NVL72_KUBE_SCHEDULER" --config="$state/$1.yaml" --secure-port="$(free_port)" \
+    --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
+    --authorization-kubeconfig="$KUBECONFIG" >"$state/$1.log" 2>&1 &
+  sched_pid=$!
+  sleep 3
+  kill -0 "$sched_pid" 2>/dev/null || fail "kube-scheduler with $1.yaml exited"
+}
+start_scheduler nvl72-scheduler
 ok "second kube-scheduler (profile nvl72-scheduler, extender http://127.0.0.1:$ext_port)"
 
 # ---- helpers ----
@@ -252,12 +255,7 @@ grep -q 'nvl72_extender_requests_total{code="200",verb="bind"}' <(curl -sf "http
 stop_pid "$sched_pid"; sched_pid=
 sed -e 's#nodeCacheCapable: true#nodeCacheCapable: false#' "$state/nvl72-scheduler.yaml" >"$state/nvl72-scheduler-full.yaml"
 grep -q 'nodeCacheCapable: false' "$state/nvl72-scheduler-full.yaml" || fail "could not switch nodeCacheCapable off"
-"$NVL72_KUBE_SCHEDULER" --config="$state/nvl72-scheduler-full.yaml" --secure-port="$(free_port)" \
-  --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
-  --authorization-kubeconfig="$KUBECONFIG" >"$state/nvl72-scheduler-full.log" 2>&1 &
-sched_pid=$!
-sleep 3
-kill -0 "$sched_pid" 2>/dev/null || fail "kube-scheduler with nodeCacheCapable: false exited"
+start_scheduler nvl72-scheduler-full
 full_before=$(curl -sf "http://127.0.0.1:$ext_port/metrics" | awk '/^nvl72_extender_requests_total\{code="200",verb="filter"\}/ {print $2}')
 gang_pods g3 rack10-node04 rack10-node08 | kubectl apply -f - >/dev/null
 wait_until 60 all_on_plan g3 2 || fail "full-Nodes mode: gang g3 not bound to its plan:
