@@ -314,7 +314,10 @@ class Nvl72Policy final : public DomainBestFit {
 
   // Pack single pods where they strand the least gang capacity: never on a gang's reserved node,
   // on a designated spare only when nothing else fits, on a partly used node before an empty one,
-  // the tightest node first, and in the domain that is already the most broken up.
+  // the tightest node first, and in the domain that is already the most broken up; among domains
+  // broken up alike, the first one. That last rule matters to the extender: during a burst
+  // kube-scheduler places several pods on one view, and without it pods that must open an untouched
+  // domain would be spread at random over all of them, breaking up each.
   void ScorePods(const Snapshot& s, int gpus, std::span<const NodeId> nodes,
                  std::span<int64_t> scores) const override {
     const std::vector<bool> spare = DesignatedSpares(s, SparesPerDomain());
@@ -332,8 +335,9 @@ class Nvl72Policy final : public DomainBestFit {
       } else {
         const int64_t busy = n.Empty() ? 0 : 1;
         const int64_t used_after = std::min<int64_t>(n.gpu_used + gpus, 999);
-        scores[i] = 1 + busy * 1'000'000'000 + used_after * 1'000'000 +
-                    std::min<int64_t>(domain_busy[Idx(n.domain)], 999'999);
+        const int64_t domain_order = 999'999 - std::min<int64_t>(Idx(n.domain), 999'999);
+        scores[i] = 1 + busy * 1'000'000'000'000'000 + used_after * 1'000'000'000'000 +
+                    std::min<int64_t>(domain_busy[Idx(n.domain)], 999'999) * 1'000'000 + domain_order;
       }
     }
   }

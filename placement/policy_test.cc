@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <set>
 
 #include "placement/topology_for_test.h"
@@ -340,6 +342,34 @@ TEST(PodScoreTest, Nvl72UsesEmptyNodeOfTheMostUsedDomain) {
   const NodeId id = p->PlacePod(s, 4);
   ASSERT_NE(id, kNoNode);
   EXPECT_EQ(s.nodes[static_cast<size_t>(id)].domain, 1);
+}
+
+// Untouched domains alike: every empty node of the first outscores every one of the others, so
+// pods scored on one view (a burst) open one domain, not several. Spares still score lowest.
+TEST(PodScoreTest, Nvl72PrefersTheFirstOfUntouchedDomains) {
+  Snapshot s = ParseTopology("a: 4 4 4 4 . .\nb: . . . . . .\nc: . . . . . .");
+  auto p = MakePolicy("nvl72", {2});
+  std::vector<NodeId> nodes;
+  for (NodeId id = 0; id < static_cast<NodeId>(s.nodes.size()); ++id) nodes.push_back(id);
+  std::vector<int64_t> scores(nodes.size());
+  p->ScorePods(s, 1, nodes, scores);
+  // a's two empty nodes are its spares; b and c keep two designated spares each (score 0).
+  int64_t worst_b = std::numeric_limits<int64_t>::max(), best_c = -1;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = s.nodes[i];
+    if (scores[i] <= 0) continue;  // full or spare
+    if (n.domain == 1) worst_b = std::min(worst_b, scores[i]);
+    if (n.domain == 2) best_c = std::max(best_c, scores[i]);
+  }
+  ASSERT_NE(worst_b, std::numeric_limits<int64_t>::max());
+  ASSERT_NE(best_c, -1);
+  EXPECT_GT(worst_b, best_c);
+  EXPECT_EQ(s.nodes[static_cast<size_t>(p->PlacePod(s, 1))].domain, 1);
+  // Once b is touched, an untouched domain earlier in the order does not win over it.
+  Snapshot later = ParseTopology("a: . . . . . .\nb: 1 . . . . .");
+  const NodeId id = p->PlacePod(later, 4);
+  ASSERT_NE(id, kNoNode);
+  EXPECT_EQ(later.nodes[static_cast<size_t>(id)].domain, 1);
 }
 
 TEST(PodScoreTest, SpreadPicksTheEmptiestFirstFitTheFirst) {

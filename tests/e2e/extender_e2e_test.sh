@@ -11,7 +11,7 @@
 #   2. 200 single-GPU pods on a partly filled cluster, measured side by side in the same run: racks
 #      0-4 get them through the default profile, racks 5-9 (same pre-fill) through nvl72-scheduler,
 #      all created at once;
-#      ours must leave more whole free domains, or as many and more whole free nodes (both printed);
+#      ours must leave more whole free domains and more whole free nodes (both printed);
 #   3. with the extender stopped, gang ranks stay Pending (never placed elsewhere); once it is back
 #      they bind to their planned nodes;
 #   4. the full-Nodes mode (`nodeCacheCapable: false`: kube-scheduler sends and expects whole Node
@@ -223,9 +223,17 @@ stats() { # FIRST_RACK LAST_RACK -> "whole_free_domains whole_free_nodes largest
 }
 read -r d_dom d_nodes d_best < <(stats 0 4)
 read -r o_dom o_nodes o_best < <(stats 5 9)
+per_rack() { # FIRST LAST -> "rackR:used_gpus/free_nodes ..." (where the pods went)
+  awk -v lo="$1" -v hi="$2" '{ used[$1] = $2 } END {
+    for (r = lo; r <= hi; r++) { g = 0; free = 0
+      for (n = 0; n < 18; n++) { name = sprintf("rack%d-node%02d", r, n); g += used[name]; if (used[name] == 0) free++ }
+      printf "rack%d:%d/%d ", r, g, free }
+    print "" }' "$state/used.txt"
+}
+log "GPUs used / whole free nodes per rack: default $(per_rack 0 4)| nvl72 $(per_rack 5 9)"
 result "extender_e2e singles=200 racks_per_side=5 default: whole_free_domains=$d_dom whole_free_nodes=$d_nodes largest_free_block=$d_best bind_time_s=$t_default"
 result "extender_e2e singles=200 racks_per_side=5 nvl72: whole_free_domains=$o_dom whole_free_nodes=$o_nodes largest_free_block=$o_best bind_time_s=$t_nvl72"
-if (( o_dom > d_dom || (o_dom == d_dom && o_nodes > d_nodes) )); then
+if (( o_dom > d_dom && o_nodes > d_nodes )); then
   ok "nvl72-scheduler leaves more whole capacity for gangs ($o_dom domains / $o_nodes nodes vs $d_dom / $d_nodes)"
 else
   fail "nvl72-scheduler left $o_dom whole domains / $o_nodes whole nodes, default $d_dom / $d_nodes"
