@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <set>
+
+#include "common/numbers.h"
 
 namespace nvl72::model {
 namespace {
@@ -31,8 +34,15 @@ std::string Label(const Json& obj, std::string_view key) {
 
 // Integer quantity ("4", 4, "4.0" not accepted); 0 when absent or unparsable. GPUs are whole.
 int ParseCount(const Json& q) {
-  if (q.is_number_integer()) return static_cast<int>(q.get<int64_t>());
-  if (q.is_number_float()) return static_cast<int>(q.get<double>());
+  int64_t n = 0;
+  if (q.is_number_unsigned()) {
+    n = q.get<uint64_t>() > static_cast<uint64_t>(INT32_MAX) ? 0 : static_cast<int64_t>(q.get<uint64_t>());
+  } else if (q.is_number_integer()) {
+    n = q.get<int64_t>();
+  } else if (q.is_number_float() && !WholeDoubleToInt64(q.get<double>(), &n)) {
+    return 0;
+  }
+  if (q.is_number()) return n < INT32_MIN || n > INT32_MAX ? 0 : static_cast<int>(n);
   if (!q.is_string()) return 0;
   const std::string& s = q.get_ref<const std::string&>();
   int v = 0;
@@ -40,7 +50,7 @@ int ParseCount(const Json& q) {
   if (ec != std::errc()) return 0;
   std::string_view suffix(ptr, s.data() + s.size() - ptr);
   if (suffix.empty()) return v;
-  if (suffix == "k") return v * 1000;
+  if (suffix == "k") return v > INT32_MAX / 1000 || v < INT32_MIN / 1000 ? 0 : v * 1000;
   return 0;
 }
 

@@ -43,6 +43,26 @@ std::vector<Json> TwoRacks() {
           MakeNode("a1", "rack-a"), MakeNode("b0", "rack-b"), MakeNode("b2", "rack-b")};
 }
 
+// GPU counts the API server would never send but a hand-made object might: out of int's range
+// (as a number, a float or with a suffix) counts as 0, never as a wrapped or undefined value.
+TEST(ClusterStateTest, OutOfRangeGpuCountsAreZero) {
+  std::vector<Json> nodes;
+  const std::vector<Json> counts = {Json(4.0), Json(1e30), Json(4294967300), Json("3000000k"), Json(-1e300)};
+  for (size_t i = 0; i < counts.size(); ++i) {
+    Json n = MakeNode("n" + std::to_string(i), "rack-a");
+    n["status"]["allocatable"]["nvidia.com/gpu"] = counts[i];
+    nodes.push_back(n);
+  }
+  auto st = ClusterState::Build(nodes, {}, {}, {});
+  const auto& snap = st.snapshot();
+  EXPECT_EQ(snap.nodes[st.FindNode("n0")].gpu_capacity, 4);
+  for (const char* name : {"n1", "n2", "n3", "n4"}) {
+    const auto id = st.FindNode(name);
+    if (id == placement::kNoNode) continue;  // a node without GPUs may be left out
+    EXPECT_EQ(snap.nodes[id].gpu_capacity, 0) << name;
+  }
+}
+
 TEST(ClusterStateTest, DomainsAndNodesOrderedByName) {
   auto st = ClusterState::Build(TwoRacks(), {}, {}, {});
   const auto& snap = st.snapshot();

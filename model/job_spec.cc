@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstdint>
 #include <set>
 
+#include "common/numbers.h"
 #include "model/names.h"
 
 namespace nvl72::model {
@@ -17,16 +20,18 @@ Status FieldError(std::string_view field, const std::string& what) {
 Status ReadInt(const Json& parent, const char* key, std::string_view path, int* out) {
   auto it = parent.find(key);
   if (it == parent.end() || it->is_null()) return Status::Ok();
+  int64_t v = 0;
   if (it->is_number_float()) {
-    double d = it->get<double>();
-    if (d != static_cast<double>(static_cast<int64_t>(d))) {
-      return FieldError(path, "must be an integer");
-    }
-    *out = static_cast<int>(d);
-    return Status::Ok();
+    const double d = it->get<double>();
+    if (d != std::trunc(d)) return FieldError(path, "must be an integer");
+    if (!WholeDoubleToInt64(d, &v)) return FieldError(path, "out of range");
+  } else if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+    return FieldError(path, "out of range");
+  } else if (it->is_number_integer()) {
+    v = it->get<int64_t>();
+  } else {
+    return FieldError(path, "must be an integer");
   }
-  if (!it->is_number_integer()) return FieldError(path, "must be an integer");
-  int64_t v = it->get<int64_t>();
   if (v < INT32_MIN || v > INT32_MAX) return FieldError(path, "out of range");
   *out = static_cast<int>(v);
   return Status::Ok();

@@ -85,6 +85,11 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"replicas_missing", R"({"replicas": null})", "spec.replicas: is required"},
         InvalidCase{"replicas_zero", R"({"replicas": 0})", "spec.replicas: must be >= 1"},
         InvalidCase{"replicas_string", R"({"replicas": "4"})", "spec.replicas: must be an integer"},
+        // Found by the job_spec fuzzer: a double outside int64's range was cast (undefined behaviour).
+        InvalidCase{"replicas_huge_float", R"({"replicas": 1.44e95})", "spec.replicas: out of range"},
+        InvalidCase{"replicas_huge_unsigned", R"({"replicas": 18446744073709551615})", "spec.replicas: out of range"},
+        InvalidCase{"replicas_above_int32", R"({"replicas": 4294967300.0})", "spec.replicas: out of range"},
+        InvalidCase{"replicas_fraction", R"({"replicas": 2.5})", "spec.replicas: must be an integer"},
         InvalidCase{"gpus_zero", R"({"gpusPerReplica": 0})", "spec.gpusPerReplica"},
         InvalidCase{"gpus_too_many", R"({"gpusPerReplica": 9})", "spec.gpusPerReplica"},
         InvalidCase{"mode_bad", R"({"topology": {"mode": "Maybe"}})", "spec.topology.mode"},

@@ -1,5 +1,6 @@
 #include "scheduler-plugin/wire.h"
 
+#include "common/numbers.h"
 #include "kube/object.h"
 
 #include <algorithm>
@@ -403,9 +404,9 @@ bool ParseCountQuantity(const Json& value, int64_t* out) {
     return true;
   }
   if (value.is_number_float()) {
-    const double d = value.get<double>();
-    if (d < 0 || d != static_cast<double>(static_cast<int64_t>(d))) return false;
-    *out = static_cast<int64_t>(d);
+    int64_t v = 0;
+    if (!WholeDoubleToInt64(value.get<double>(), &v) || v < 0) return false;
+    *out = v;
     return true;
   }
   return false;

@@ -306,6 +306,11 @@ TEST(WireTest, CountQuantities) {
   EXPECT_TRUE(ParseCountQuantity(Json(3), &v));
   EXPECT_EQ(v, 3);
   EXPECT_FALSE(ParseCountQuantity(Json(true), &v));
+  EXPECT_TRUE(ParseCountQuantity(Json(4.0), &v));
+  EXPECT_EQ(v, 4);
+  EXPECT_FALSE(ParseCountQuantity(Json(1e30), &v)) << "outside int64: no cast";
+  EXPECT_FALSE(ParseCountQuantity(Json(-2.0), &v));
+  EXPECT_FALSE(ParseCountQuantity(Json(0.5), &v));
 }
 
 }  // namespace
