@@ -101,9 +101,11 @@ curl -sf --cacert "$tls/ca.crt" "$op_metrics" -o /dev/null &&
   ok "operator /metrics refuses a client without a certificate (mTLS)"
 curl -sf "${op_metrics/https/http}" -o /dev/null &&
   fail "operator /metrics answered plain HTTP" || ok "operator /metrics refuses plain HTTP"
-curl -sf --cacert "$tls/ca.crt" --cert "$tls/client.crt" --key "$tls/client.key" "$op_metrics" |
-  grep -q '^nvl72_operator_' && ok "operator /metrics over HTTPS with a client certificate" ||
-  fail "operator /metrics over mTLS: $(curl -s --cacert "$tls/ca.crt" --cert "$tls/client.crt" --key "$tls/client.key" "$op_metrics" 2>&1 | head -3)"
+# Read the whole body first: under pipefail `curl | grep -q` fails when grep exits at its first match
+# and curl then writes into a closed pipe (it did in a CI run: the body was fine).
+op_body=$(curl -sf --cacert "$tls/ca.crt" --cert "$tls/client.crt" --key "$tls/client.key" "$op_metrics" 2>&1) || true
+grep -q '^nvl72_operator_' <<<"$op_body" && ok "operator /metrics over HTTPS with a client certificate" ||
+  fail "operator /metrics over mTLS: $(head -3 <<<"$op_body")"
 kill -0 "$sched_pid" 2>/dev/null || { fail "nvl72 kube-scheduler exited"; exit 1; }
 
 prom_port=$(free_port)
