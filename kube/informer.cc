@@ -20,6 +20,13 @@ std::vector<std::string> NamespaceIndex(const Json& obj) {
 
 bool ShouldLogInformerFailure(int64_t n) { return n == 1 || n == 2 || (n > 0 && n % 10 == 0); }
 
+InformerErrorSeverity InformerErrorSeverityOf(const Status& status, int64_t n) {
+  if (status.ok()) return InformerErrorSeverity::kInfo;
+  if (!ShouldLogInformerFailure(n)) return InformerErrorSeverity::kNone;
+  const bool serious = IsUnauthorized(status) || IsForbidden(status) || n >= 10;
+  return serious ? InformerErrorSeverity::kError : InformerErrorSeverity::kWarning;
+}
+
 std::string DescribeInformerError(const ResourceRef& resource, const Status& status, int64_t n) {
   const std::string what = "list/watch of " + resource.resource;
   if (status.ok()) return what + " works again after " + std::to_string(n) + " failure" + (n == 1 ? "" : "s");

@@ -81,6 +81,12 @@ struct InformerOptions {
 // For on_error handlers: whether the n-th failure in a row is worth a log line (the 1st, 2nd, then
 // every 10th: with the default 30 s maximum backoff about one line per 5 minutes of an outage).
 bool ShouldLogInformerFailure(int64_t failures_in_a_row);
+// How loud an on_error report should be, numbered like the operator's and the extender's log levels:
+// kNone when ShouldLogInformerFailure says no line; kInfo for "works again"; kWarning for a failure
+// (a dropped watch is routine); kError when credentials are refused (401), RBAC forbids (403), or
+// from the 10th failure in a row on.
+enum class InformerErrorSeverity { kNone = -1, kInfo = 1, kWarning = 2, kError = 3 };
+InformerErrorSeverity InformerErrorSeverityOf(const Status& status, int64_t failures_in_a_row);
 // A one-line description for on_error handlers: "list/watch of pods failed (2 in a row, ...)",
 // naming what a 401 or 403 means, or "list/watch of pods works again after 7 failures".
 std::string DescribeInformerError(const ResourceRef& resource, const Status& status,

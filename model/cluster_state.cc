@@ -34,15 +34,17 @@ std::string Label(const Json& obj, std::string_view key) {
 
 // Integer quantity ("4", 4, "4.0" not accepted); 0 when absent or unparsable. GPUs are whole.
 int ParseCount(const Json& q) {
-  int64_t n = 0;
-  if (q.is_number_unsigned()) {
-    n = q.get<uint64_t>() > static_cast<uint64_t>(INT32_MAX) ? 0 : static_cast<int64_t>(q.get<uint64_t>());
-  } else if (q.is_number_integer()) {
-    n = q.get<int64_t>();
-  } else if (q.is_number_float() && !WholeDoubleToInt64(q.get<double>(), &n)) {
-    return 0;
+  if (q.is_number()) {
+    int64_t n = 0;
+    if (q.is_number_float()) {
+      if (!WholeDoubleToInt64(q.get<double>(), &n)) return 0;
+    } else if (q.is_number_unsigned() && q.get<uint64_t>() > static_cast<uint64_t>(INT32_MAX)) {
+      return 0;
+    } else {
+      n = q.get<int64_t>();
+    }
+    return n < INT32_MIN || n > INT32_MAX ? 0 : static_cast<int>(n);
   }
-  if (q.is_number()) return n < INT32_MIN || n > INT32_MAX ? 0 : static_cast<int>(n);
   if (!q.is_string()) return 0;
   const std::string& s = q.get_ref<const std::string&>();
   int v = 0;

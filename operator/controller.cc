@@ -7,7 +7,6 @@
 #include <thread>
 #include <vector>
 
-#include "kube/errors.h"
 #include "kube/events.h"
 #include "kube/informer.h"
 #include "kube/leader_election.h"
@@ -105,17 +104,14 @@ Status Controller::Run(std::stop_token stop) {
   // A token revoked or expired while we run, RBAC taken away, the API server gone: the informers
   // retry with backoff and keep their caches; say so in the log (the counts are in
   // nvl72_operator_watch_errors_total).
+  static_assert(static_cast<int>(LogLevel::kInfo) == static_cast<int>(kube::InformerErrorSeverity::kInfo) &&
+                static_cast<int>(LogLevel::kWarning) == static_cast<int>(kube::InformerErrorSeverity::kWarning) &&
+                static_cast<int>(LogLevel::kError) == static_cast<int>(kube::InformerErrorSeverity::kError));
   for (kube::InformerOptions* o : {&jobs_opts, &pods_opts, &nodes_opts}) {
     o->on_error = [r = o->resource](const Status& s, int64_t n) {
-      if (s.ok()) {
-        NVL72_LOG(kInfo) << kube::DescribeInformerError(r, s, n);
-      } else if (kube::ShouldLogInformerFailure(n)) {
-        // A dropped watch is routine; credentials refused or a long outage are not.
-        if (kube::IsUnauthorized(s) || kube::IsForbidden(s) || n >= 10) {
-          NVL72_LOG(kError) << kube::DescribeInformerError(r, s, n);
-        } else {
-          NVL72_LOG(kWarning) << kube::DescribeInformerError(r, s, n);
-        }
+      const kube::InformerErrorSeverity sev = kube::InformerErrorSeverityOf(s, n);
+      if (sev != kube::InformerErrorSeverity::kNone) {
+        LogLine(static_cast<LogLevel>(sev), kube::DescribeInformerError(r, s, n));
       }
     };
   }

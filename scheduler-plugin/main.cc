@@ -11,7 +11,6 @@
 
 #include "kube/clock.h"
 #include "kube/config.h"
-#include "kube/errors.h"
 #include "kube/http_client.h"
 #include "kube/informer.h"
 #include "kube/preflight.h"
@@ -119,13 +118,8 @@ int main(int argc, char** argv) {
   // A token revoked or expired while we run, RBAC taken away, the API server gone: the informers
   // retry with backoff and keep their caches; say so (counts: nvl72_extender_watch_errors_total).
   cache_options.on_informer_error = [](const kube::ResourceRef& r, const Status& s, int64_t n) {
-    if (s.ok()) {
-      Log(1, kube::DescribeInformerError(r, s, n));
-    } else if (kube::ShouldLogInformerFailure(n)) {
-      // A dropped watch is routine; credentials refused or a long outage are not.
-      const bool serious = kube::IsUnauthorized(s) || kube::IsForbidden(s) || n >= 10;
-      Log(serious ? 3 : 2, kube::DescribeInformerError(r, s, n));
-    }
+    const kube::InformerErrorSeverity sev = kube::InformerErrorSeverityOf(s, n);
+    if (sev != kube::InformerErrorSeverity::kNone) Log(static_cast<int>(sev), kube::DescribeInformerError(r, s, n));
   };
   // Without the NVL72Job CRD the extender still works from pod labels/annotations (e.g. before the
   // operator is installed); it does not pick the CRD up later without a restart.
