@@ -575,6 +575,12 @@ Status FakeClient::Watch(const ResourceRef& resource, std::string_view ns,
   l.lock();
   while (true) {
     w->cv.wait(l, [&] { return w->stopped || w->closed || !w->events.empty(); });
+    // A stream the server closed delivers nothing more, even what was queued: like a real
+    // apiserver timeout, the client resumes from the last resourceVersion it saw.
+    if (w->closed && !w->stopped) {
+      result = w->close_status;
+      break;
+    }
     if (!w->events.empty()) {
       Json ev = std::move(w->events.front());
       w->events.pop_front();
