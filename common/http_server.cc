@@ -118,7 +118,10 @@ class GuardedStream final : public httplib::Stream {
   }
   bool broken() const { return broken_ || write_broken_; }
   bool close_after() const { return close_after_; }
-  void CloseAfterReply() { close_after_ = true; }
+  // The connection closes after this reply with (possibly) unread request bytes behind it.
+  void CloseAfterReply() { close_after_ = unread_ = true; }
+  // Whether request bytes may be left unread when the connection closes (see LingeringClose).
+  bool unread() const { return unread_ && !write_broken_; }
   size_t buffered() const { return end_ - begin_ + (ssl_ != nullptr ? static_cast<size_t>(SSL_pending(ssl_)) : 0); }
 
   bool is_readable() const override {
@@ -137,7 +140,7 @@ class GuardedStream final : public httplib::Stream {
     size_t n = std::min(size, end_ - begin_);
     if (n > budget_) n = budget_;
     if (n == 0) {  // the request is larger than we accept
-      broken_ = true;
+      broken_ = unread_ = true;
       return -1;
     }
     std::memcpy(ptr, buf_ + begin_, n);
@@ -244,7 +247,25 @@ class GuardedStream final : public httplib::Stream {
   bool broken_ = false;        // reading failed or went over the budget or the deadline
   bool write_broken_ = false;  // writing failed or timed out
   bool close_after_ = false;
+  bool unread_ = false;  // the request was cut off or refused before its body was read
 };
+
+// Closing a socket with unread bytes in its receive buffer makes the kernel send a reset, which
+// can destroy our reply before the client reads it: curl, still sending a refused 2 MiB body,
+// reported "send failure" and never saw the 413. So, like nginx's lingering close: send FIN after
+// the reply, then read and drop what the client still sends, until it closes, `linger` passes or
+// `max_bytes` were dropped (a client that sends without end is still cut off).
+void LingeringClose(int sock, std::chrono::milliseconds linger, size_t max_bytes) {
+  ::shutdown(sock, SHUT_WR);
+  const Clock::time_point deadline = Clock::now() + linger;
+  char buf[16384];
+  size_t dropped = 0;
+  while (dropped < max_bytes && PollFor(sock, POLLIN, deadline) > 0) {
+    const ssize_t n = recv(sock, buf, sizeof buf, 0);
+    if (n > 0) dropped += static_cast<size_t>(n);
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) break;
+  }
+}
 
 // The connection being served by this worker thread (for CloseAfterReply from a handler).
 thread_local GuardedStream* current_stream = nullptr;
@@ -266,13 +287,15 @@ class GuardedServer final : public Base {
 
  private:
   bool process_and_close_socket(socket_t sock) override {
-    const bool ok = Serve(sock);
+    bool unread = false;
+    const bool ok = Serve(sock, &unread);
+    if (unread) LingeringClose(sock, kLinger, 4 * limits_.request_bytes);
     ::shutdown(sock, SHUT_RDWR);
     ::close(sock);
     return ok;
   }
 
-  bool Serve(int sock) {
+  bool Serve(int sock, bool* unread) {
     const int flags = fcntl(sock, F_GETFL, 0);
     if (flags < 0 || fcntl(sock, F_SETFL, flags | O_NONBLOCK) < 0) return false;
     SSL* ssl = nullptr;
@@ -297,6 +320,7 @@ class GuardedServer final : public Base {
       });
       if (!ok || connection_closed || strm.broken() || strm.close_after()) break;
     }
+    *unread = strm.unread();
     current_stream = nullptr;
     if (ssl != nullptr) {
       SSL_shutdown(ssl);  // close_notify, not waiting for the peer's
@@ -346,6 +370,7 @@ class GuardedServer final : public Base {
   }
 
   static constexpr std::chrono::milliseconds kIdleGrace{200};
+  static constexpr std::chrono::milliseconds kLinger{2000};
   const Limits limits_;
   size_t workers_ = 4;
   CountingPool* pool_ = nullptr;  // owned by httplib (new_task_queue)
@@ -409,13 +434,12 @@ Status HttpServer::Init() {
   // Bodies only where a route reads them (bounded): checked on the headers, before any body byte.
   std::shared_ptr<const std::regex> body_paths;
   if (!options_.body_paths.empty()) body_paths = std::make_shared<const std::regex>(options_.body_paths);
-  http_->set_pre_routing_handler([body_paths, reply](const httplib::Request& req, httplib::Response& res) {
+  // A body the route will not read: refused on the headers alone (true), before any body byte.
+  auto refuse_body = [body_paths, reply](const httplib::Request& req, httplib::Response& res) {
     const bool chunked = req.has_header("Transfer-Encoding");
     const std::string length = req.get_header_value("Content-Length");
     const bool has_body = chunked || (!length.empty() && length != "0");
-    if (!has_body || (body_paths != nullptr && std::regex_match(req.path, *body_paths))) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
+    if (!has_body || (body_paths != nullptr && std::regex_match(req.path, *body_paths))) return false;
     // The unread body must not be taken for the next request on this connection.
     res.set_header("Connection", "close");
     CloseConnectionAfterReply();
@@ -425,8 +449,32 @@ Status HttpServer::Init() {
     } else {
       reply(res, 404, "no such path " + req.path);
     }
-    return httplib::Server::HandlerResponse::Handled;
+    return true;
+  };
+  http_->set_pre_routing_handler([refuse_body](const httplib::Request& req, httplib::Response& res) {
+    return refuse_body(req, res) ? httplib::Server::HandlerResponse::Handled
+                                 : httplib::Server::HandlerResponse::Unhandled;
   });
+  // A client that asks before sending its body (curl does for bodies over 1 MiB) gets the refusal
+  // instead of "100 Continue" when the headers already tell: httplib would otherwise invite the
+  // body and only then refuse it.
+  const size_t max_body = options_.max_body_bytes;
+  http_->set_expect_100_continue_handler(
+      [refuse_body, reply, max_body](const httplib::Request& req, httplib::Response& res) {
+        if (refuse_body(req, res)) return res.status;
+        if (req.has_header("Content-Length")) {
+          const std::string length = req.get_header_value("Content-Length");
+          uint64_t n = 0;
+          const std::errc ec = std::from_chars(length.data(), length.data() + length.size(), n).ec;
+          if (ec == std::errc::result_out_of_range || (ec == std::errc() && n > max_body)) {
+            res.set_header("Connection", "close");
+            CloseConnectionAfterReply();
+            reply(res, 413, "request body too large");
+            return 413;
+          }
+        }
+        return 100;
+      });
   http_->set_error_handler([reply](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;  // a route's own error reply
     reply(res, res.status,

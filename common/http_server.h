@@ -14,7 +14,13 @@
 //    chunked) to a path that does not match `body_paths` gets 413 (GET, HEAD) or 404 (other methods:
 //    every route of ours that takes a body is in `body_paths`) before any of the body is read, and
 //    its connection is closed (httplib 0.11 would otherwise read a chunked body of any size into
-//    memory). Routes that take bodies must bound them themselves (see ReadBodyLimited).
+//    memory). Routes that take bodies must bound them themselves (see ReadBodyLimited). A client
+//    that sends "Expect: 100-continue" gets that refusal, or 413 when its Content-Length is over
+//    `max_body_bytes`, instead of "100 Continue".
+//  - A connection closed with request bytes unread (a refused or cut-off body) is closed lingering:
+//    FIN after the reply, then what the client still sends is read and dropped for up to 2 s and
+//    4 x (`max_header_bytes` + `max_body_bytes`), so that a reset does not destroy the reply before
+//    the client reads it.
 //  - Every error httplib produces itself (400 bad request line, 404, 413) gets a body from
 //    `error_body` when the route did not set one.
 //

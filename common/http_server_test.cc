@@ -120,6 +120,72 @@ TEST_F(HttpServerTest, BodiesOnlyWhereARouteReadsThem) {
   EXPECT_EQ(ok->body, "ok\n");
 }
 
+// A client that asks first ("Expect: 100-continue", as curl does for bodies over 1 MiB) is refused
+// on the headers when the announced body is too large: 413, never "100 Continue" (which would invite
+// a body that is then refused, the connection closed under the client's upload).
+TEST_F(HttpServerTest, AnExpectedBodyOverTheLimitIsRefusedBeforeContinue) {
+  HttpServerOptions o;
+  o.body_paths = "/upload";
+  o.max_body_bytes = 4096;
+  Start(o);
+  RawConn c(server_->port());
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.Send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 2097152\r\n"
+                     "Expect: 100-continue\r\n\r\n"));
+  bool closed = false;
+  const std::string reply = c.ReadAll(std::chrono::seconds(5), &closed);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply;
+  EXPECT_EQ(reply.find("100 Continue"), std::string::npos) << reply;
+  EXPECT_TRUE(closed);
+
+  // Also a body to a path without a body route, and a length past 64 bits.
+  RawConn g(server_->port());
+  ASSERT_TRUE(g.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nExpect: 100-continue\r\n\r\n"));
+  const std::string get_reply = g.ReadAll(std::chrono::seconds(5), &closed);
+  EXPECT_EQ(get_reply.rfind("HTTP/1.1 413", 0), 0u) << get_reply;
+  RawConn h(server_->port());
+  ASSERT_TRUE(h.Send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999999\r\n"
+                     "Expect: 100-continue\r\n\r\n"));
+  const std::string huge_reply = h.ReadAll(std::chrono::seconds(5), &closed);
+  EXPECT_EQ(huge_reply.rfind("HTTP/1.1 413", 0), 0u) << huge_reply;
+
+  // A body within the limit is invited and read.
+  RawConn ok(server_->port());
+  ASSERT_TRUE(ok.Send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                      "Expect: 100-continue\r\nConnection: close\r\n\r\n"));
+  bool ok_closed = false;
+  std::string ok_reply = ok.ReadAll(std::chrono::milliseconds(500), &ok_closed);
+  EXPECT_EQ(ok_reply.rfind("HTTP/1.1 100 Continue", 0), 0u) << ok_reply;
+  ASSERT_TRUE(ok.Send("abcde"));
+  ok_reply += ok.ReadAll(std::chrono::seconds(5), &ok_closed);
+  EXPECT_NE(ok_reply.find("HTTP/1.1 200"), std::string::npos) << ok_reply;
+}
+
+// A client that sends a refused body anyway (no Expect) must still be able to send it and read the
+// 413: the server keeps reading and dropping it after its reply instead of closing at once (a close
+// with unread bytes resets the connection, and the client's next send fails: curl then reports
+// "send failure" and never shows the 413).
+TEST_F(HttpServerTest, ARefusedBodySentAnywayDoesNotResetTheConnection) {
+  HttpServerOptions o;
+  o.body_paths = "/upload";
+  Start(o);
+  RawConn c(server_->port());
+  ASSERT_TRUE(c.connected());
+  const size_t body = 256u << 10;
+  ASSERT_TRUE(c.Send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body) +
+                     "\r\n\r\n"));
+  // The route refuses on the Content-Length (over its 1,024 bytes) and replies before the body.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const std::string chunk(16u << 10, 'x');
+  size_t sent = 0;
+  while (sent < body && c.Send(chunk)) sent += chunk.size();
+  EXPECT_EQ(sent, body) << "the server reset the connection while the client was sending";
+  bool closed = false;
+  const std::string reply = c.ReadAll(std::chrono::seconds(5), &closed);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 413", 0), 0u) << reply;
+  EXPECT_TRUE(closed);
+}
+
 // A worker serves one connection at a time: an idle connection (here one that never sends a byte)
 // gives its worker up as soon as another connection waits, long before the keep-alive timeout.
 TEST_F(HttpServerTest, AnIdleConnectionGivesItsWorkerToAWaitingOne) {

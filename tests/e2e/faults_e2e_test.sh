@@ -171,10 +171,10 @@ log "2. bodies over --max-body-bytes ($max_body)"
 head -c $((2 * max_body)) /dev/zero | tr '\0' ' ' >"$work/huge.json"
 check_huge() { # DESCRIPTION CURL-RESULT
   local what=$1 code=$2 rc=$3
-  if [[ $code == 413 ]]; then
+  # Always a 413 the client can read: refused before "100 Continue" when curl asks first, and the
+  # connection closed lingering when the body comes anyway (a reset used to lose the reply).
+  if [[ $code == 413 && $rc == 0 ]]; then
     ok "$what: 413 $(head -c 100 "$work/reply")"
-  elif [[ $code == 000 && ($rc == 52 || $rc == 55 || $rc == 56) ]]; then
-    ok "$what: connection closed by the server (curl exit $rc)"
   else
     fail "$what: HTTP $code (curl exit $rc) $(head -c 200 "$work/reply")"
   fi
