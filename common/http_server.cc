@@ -83,6 +83,15 @@ class CountingPool final : public httplib::TaskQueue {
   std::vector<std::thread> threads_;
 };
 
+// Whether the request announces a body over `max_bytes` (a Content-Length past 64 bits counts).
+bool ContentLengthOver(const httplib::Request& req, size_t max_bytes) {
+  if (!req.has_header("Content-Length")) return false;
+  const std::string length = req.get_header_value("Content-Length");
+  uint64_t n = 0;
+  const std::errc ec = std::from_chars(length.data(), length.data() + length.size(), n).ec;
+  return ec == std::errc::result_out_of_range || (ec == std::errc() && n > static_cast<uint64_t>(max_bytes));
+}
+
 struct Limits {
   std::chrono::milliseconds read_timeout{5000};
   std::chrono::milliseconds write_timeout{5000};
@@ -462,18 +471,11 @@ Status HttpServer::Init() {
   http_->set_expect_100_continue_handler(
       [refuse_body, reply, max_body](const httplib::Request& req, httplib::Response& res) {
         if (refuse_body(req, res)) return res.status;
-        if (req.has_header("Content-Length")) {
-          const std::string length = req.get_header_value("Content-Length");
-          uint64_t n = 0;
-          const std::errc ec = std::from_chars(length.data(), length.data() + length.size(), n).ec;
-          if (ec == std::errc::result_out_of_range || (ec == std::errc() && n > max_body)) {
-            res.set_header("Connection", "close");
-            CloseConnectionAfterReply();
-            reply(res, 413, "request body too large");
-            return 413;
-          }
-        }
-        return 100;
+        if (!ContentLengthOver(req, max_body)) return 100;
+        res.set_header("Connection", "close");
+        CloseConnectionAfterReply();
+        reply(res, 413, "request body too large");
+        return 413;
       });
   http_->set_error_handler([reply](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;  // a route's own error reply
@@ -524,14 +526,9 @@ void HttpServer::Stop() {
 
 int ReadBodyLimited(const httplib::Request& req, const httplib::ContentReader& read_body,
                     size_t max_bytes, std::string* body) {
-  if (req.has_header("Content-Length")) {
-    const std::string length = req.get_header_value("Content-Length");
-    uint64_t n = 0;
-    const std::errc ec = std::from_chars(length.data(), length.data() + length.size(), n).ec;
-    if (ec == std::errc::result_out_of_range || (ec == std::errc() && n > static_cast<uint64_t>(max_bytes))) {
-      CloseConnectionAfterReply();
-      return 413;
-    }
+  if (ContentLengthOver(req, max_bytes)) {
+    CloseConnectionAfterReply();
+    return 413;
   }
   bool too_large = false;
   const bool read = read_body([&](const char* data, size_t n) {
