@@ -14,21 +14,17 @@ shift || true
 [[ -x $SIM ]] || { echo "no simulator at $SIM (set NVL72_SIM)" >&2; exit 2; }
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-metric() {  # FILE POLICY -> usable_capacity from the indent-2 JSON
-  awk -v want="$2" '
-    /^    "[^"]+": \{$/ { cur = $1; gsub(/[":]/, "", cur) }
-    cur == want && $1 == "\"usable_capacity\":" { v = $2; gsub(/,/, "", v); print v; exit }
-  ' "$1"
-}
+# shellcheck source=bench/sim_lib.sh
+source "$ROOT/bench/sim_lib.sh"
 echo "seed nvl72 domain-best-fit ratio"
 for ((s = 1; s <= N; s++)); do
   "$SIM" --trace "$ROOT/sim/traces/cluster04.csv" --racks 8 --seed "$s" \
     --policies nvl72,domain-best-fit --json "$@" >"$TMP/out.json"
-  a=$(metric "$TMP/out.json" nvl72)
-  b=$(metric "$TMP/out.json" domain-best-fit)
+  a=$(metric "$TMP/out.json" nvl72 usable_capacity)
+  b=$(metric "$TMP/out.json" domain-best-fit usable_capacity)
   awk -v s="$s" -v a="$a" -v b="$b" 'BEGIN { printf "%d %.4f %.4f %.4f\n", s, a, b, a / b }'
 done | tee "$TMP/rows"
-awk 'NR > 1 || $1 ~ /^[0-9]/ { a += $2; b += $3; r[++n] = $4; m += $4; w += ($4 > 1) }
+awk '{ a += $2; b += $3; r[++n] = $4; m += $4; w += ($4 > 1) }
   END { m /= n; for (i = 1; i <= n; i++) v += (r[i] - m) ^ 2; sd = sqrt(v / (n - 1)); se = sd / sqrt(n)
         printf "seeds %d: nvl72 %.4f, domain-best-fit %.4f (means); ratio %.4f, sd %.4f, 95%% interval %.4f-%.4f; nvl72 higher in %d of %d\n",
                n, a / n, b / n, m, sd, m - 1.96 * se, m + 1.96 * se, w, n }' "$TMP/rows"

@@ -40,13 +40,8 @@ fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-# metric FILE POLICY KEY: a number from the pretty-printed (indent 2) JSON of nvl72-sim --json.
-metric() {
-  awk -v want="$2" -v key="\"$3\":" '
-    /^    "[^"]+": \{$/ { cur = $1; gsub(/[":]/, "", cur) }
-    cur == want && $1 == key { v = $2; gsub(/,/, "", v); print v; exit }
-  ' "$1"
-}
+# shellcheck source=bench/sim_lib.sh
+source "$ROOT/bench/sim_lib.sh"
 
 # mean of numbers on stdin
 mean() { awk '{ s += $1; n++ } END { if (n) printf "%.6f", s / n; else print "nan" }'; }
