@@ -326,6 +326,10 @@ class GuardedServer final : public Base {
       bool connection_closed = false;
       ok = this->process_request(strm, count == 1, connection_closed, [ssl](httplib::Request& req) {
         req.ssl = ssl;
+        // Replies go out uncompressed: httplib gzips a JSON reply whenever the request accepts gzip,
+        // and Go's HTTP client (kube-scheduler's extender calls, Prometheus) always says it does.
+        // Our replies are small and local, so compressing only costs CPU on both sides.
+        req.headers.erase("Accept-Encoding");
       });
       if (!ok || connection_closed || strm.broken() || strm.close_after()) break;
     }

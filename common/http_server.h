@@ -21,6 +21,7 @@
 //    FIN after the reply, then what the client still sends is read and dropped for up to 2 s and
 //    4 x (`max_header_bytes` + `max_body_bytes`), so that a reset does not destroy the reply before
 //    the client reads it.
+//  - Replies are never compressed, whatever the request's Accept-Encoding says.
 //  - Every error httplib produces itself (400 bad request line, 404, 413) gets a body from
 //    `error_body` when the route did not set one.
 //

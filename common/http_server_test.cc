@@ -123,6 +123,22 @@ TEST_F(HttpServerTest, BodiesOnlyWhereARouteReadsThem) {
 // A client that asks first ("Expect: 100-continue", as curl does for bodies over 1 MiB) is refused
 // on the headers when the announced body is too large: 413, never "100 Continue" (which would invite
 // a body that is then refused, the connection closed under the client's upload).
+// Go's HTTP client (kube-scheduler calling the extender, Prometheus scraping) sends
+// "Accept-Encoding: gzip" on every request; httplib would then gzip every JSON reply, costing CPU on
+// both sides of a local connection.
+TEST_F(HttpServerTest, RepliesAreNotCompressedForAClientThatAcceptsGzip) {
+  Start(HttpServerOptions{});
+  RawConn c(server_->port());
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.Send("GET /healthz HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip, deflate, br\r\n"
+                     "Connection: close\r\n\r\n"));
+  bool closed = false;
+  const std::string reply = c.ReadAll(std::chrono::seconds(5), &closed);
+  ASSERT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+  EXPECT_EQ(reply.find("Content-Encoding"), std::string::npos) << reply;
+  EXPECT_EQ(reply.substr(reply.size() - 5), "\r\nok\n") << reply;
+}
+
 TEST_F(HttpServerTest, AnExpectedBodyOverTheLimitIsRefusedBeforeContinue) {
   HttpServerOptions o;
   o.body_paths = "/upload";
