@@ -120,10 +120,39 @@ ClusterState ClusterState::Build(const std::vector<Json>& nodes, const std::vect
   return Build(ptrs(nodes), ptrs(pods), ptrs(jobs), options);
 }
 
+PodFacts PodFactsOf(const Json& pod, std::string_view gpu_resource) {
+  PodFacts f;
+  const Json& meta = Child(pod, "metadata");
+  f.ns = StringAt(meta, "namespace");
+  f.uid = StringAt(meta, "uid");
+  f.node_name = StringAt(Child(pod, "spec"), "nodeName");
+  f.nominated = StringAt(Child(pod, "status"), "nominatedNodeName");
+  if (!GangRankOf(pod, &f.job, &f.rank)) {
+    f.job.clear();
+    f.rank = -1;
+  }
+  f.gpus = PodGpuRequest(pod, gpu_resource);
+  f.terminated = PodTerminated(pod);
+  return f;
+}
+
 ClusterState ClusterState::Build(const std::vector<const Json*>& nodes,
                                  const std::vector<const Json*>& pods,
                                  const std::vector<const Json*>& jobs,
                                  const ClusterOptions& options) {
+  std::vector<PodFacts> facts;
+  facts.reserve(pods.size());
+  for (const Json* p : pods) facts.push_back(PodFactsOf(*p, options.gpu_resource));
+  std::vector<const PodFacts*> ptrs;
+  ptrs.reserve(facts.size());
+  for (const PodFacts& f : facts) ptrs.push_back(&f);
+  return BuildFromFacts(nodes, ptrs, jobs, options);
+}
+
+ClusterState ClusterState::BuildFromFacts(const std::vector<const Json*>& nodes,
+                                          const std::vector<const PodFacts*>& pods,
+                                          const std::vector<const Json*>& jobs,
+                                          const ClusterOptions& options) {
   ClusterState st;
 
   // ---- nodes, grouped by domain, ordered by name ----
@@ -218,18 +247,14 @@ ClusterState ClusterState::Build(const std::vector<const Json*>& nodes,
   }
 
   // ---- pods ----
-  for (const Json* p : pods) {
-    if (PodTerminated(*p)) continue;
-    std::string node_name = StringAt(Child(*p, "spec"), "nodeName");
-    bool bound = !node_name.empty();
-    if (!bound) node_name = StringAt(Child(*p, "status"), "nominatedNodeName");
-    std::string job;
-    int rank = -1;
-    if (GangRankOf(*p, &job, &rank)) {
-      const Reservation* r =
-          st.FindReservation(StringAt(Child(*p, "metadata"), "namespace") + "/" + job);
+  for (const PodFacts* p : pods) {
+    if (p->terminated) continue;
+    const bool bound = !p->node_name.empty();
+    const std::string& node_name = bound ? p->node_name : p->nominated;
+    if (!p->job.empty() && !st.reservations_.empty()) {
+      const Reservation* r = st.FindReservation(p->ns + "/" + p->job);
       if (r != nullptr) {
-        const RankAssignment* a = r->placement.FindRank(rank);
+        const RankAssignment* a = r->placement.FindRank(p->rank);
         // Counted by the reservation: on its planned node, or not bound anywhere yet.
         if (a != nullptr && (!bound || a->node == node_name)) continue;
       }
@@ -237,7 +262,7 @@ ClusterState ClusterState::Build(const std::vector<const Json*>& nodes,
     if (node_name.empty()) continue;
     placement::NodeId id = st.FindNode(node_name);
     if (id == placement::kNoNode) continue;
-    snap.nodes[id].gpu_used += PodGpuRequest(*p, options.gpu_resource);
+    snap.nodes[id].gpu_used += p->gpus;
   }
   return st;
 }

@@ -64,6 +64,21 @@ struct Reservation {
   std::vector<placement::NodeId> rank_nodes;  // per entry of placement.ranks; kNoNode if unknown node
 };
 
+// What ClusterState::Build (and the extender's view) reads of a pod, taken from its JSON once by
+// PodFactsOf: a long-lived cache keeps these per object so that a rebuild does not walk the JSON of
+// every pod again (map lookups into the objects were most of a rebuild's time).
+struct PodFacts {
+  std::string ns;
+  std::string uid;
+  std::string node_name;    // spec.nodeName ("" = not bound)
+  std::string nominated;    // status.nominatedNodeName
+  std::string job;          // a gang rank's job (GangRankOf), "" for other pods
+  int rank = -1;            // its rank
+  int gpus = 0;             // PodGpuRequest
+  bool terminated = false;  // PodTerminated
+};
+PodFacts PodFactsOf(const Json& pod, std::string_view gpu_resource);
+
 class ClusterState {
  public:
   ClusterState() = default;
@@ -71,6 +86,11 @@ class ClusterState {
   static ClusterState Build(const std::vector<const Json*>& nodes,
                             const std::vector<const Json*>& pods,
                             const std::vector<const Json*>& jobs, const ClusterOptions& options);
+  // The same with the pods' facts (PodFactsOf with options.gpu_resource) instead of their JSON.
+  static ClusterState BuildFromFacts(const std::vector<const Json*>& nodes,
+                                     const std::vector<const PodFacts*>& pods,
+                                     const std::vector<const Json*>& jobs,
+                                     const ClusterOptions& options);
   // Convenience overload over values.
   static ClusterState Build(const std::vector<Json>& nodes, const std::vector<Json>& pods,
                             const std::vector<Json>& jobs, const ClusterOptions& options);

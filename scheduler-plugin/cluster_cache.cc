@@ -1,5 +1,7 @@
 #include "scheduler-plugin/cluster_cache.h"
 
+#include <unordered_set>
+
 #include "kube/object.h"
 #include "model/slim.h"
 
@@ -142,46 +144,63 @@ void ClusterCache::RebuildNow() {
     assumed = assumed_;
   }
   const std::vector<kube::ObjectPtr> nodes = nodes_->List();
-  std::vector<kube::ObjectPtr> pods = pods_->List();
+  const std::vector<kube::ObjectPtr> pods = pods_->List();
   const std::vector<kube::ObjectPtr> jobs = jobs_ ? jobs_->List() : std::vector<kube::ObjectPtr>();
 
-  // Assumed bindings: a pod this extender bound that the cache still shows unbound counts on its
-  // node; one the cache shows bound (or gone), or older than the TTL, is forgotten.
+  // Pod facts from the memo (the JSON is read only for objects new since the last rebuild), with
+  // the assumed bindings: a pod this extender bound that the cache still shows unbound counts on
+  // its node; one the cache shows bound (or gone), or older than the TTL, is forgotten.
+  std::unordered_map<const Json*, PodMemo> memo;
+  memo.reserve(pods.size());
+  std::vector<model::PodFacts> overridden;
+  overridden.reserve(assumed.size());  // never reallocates: pointers into it are taken below
+  std::vector<const model::PodFacts*> p;
+  p.reserve(pods.size());
   std::vector<std::string> settled;
-  if (!assumed.empty()) {
-    std::map<std::string, size_t> index;
-    for (size_t i = 0; i < pods.size(); ++i) {
-      if (assumed.contains(kube::KeyOf(*pods[i]))) index[kube::KeyOf(*pods[i])] = i;
+  size_t assumed_seen = 0;
+  const auto now = clock_->Now();
+  for (const kube::ObjectPtr& obj : pods) {
+    auto old = pod_memo_.find(obj.get());
+    const auto it =
+        old != pod_memo_.end()
+            ? memo.emplace(obj.get(), std::move(old->second)).first
+            : memo.emplace(obj.get(),
+                           PodMemo{obj, kube::KeyOf(*obj),
+                                   model::PodFactsOf(*obj, options_.view.cluster.gpu_resource)})
+                  .first;
+    const PodMemo& m = it->second;
+    const model::PodFacts* facts = &m.facts;
+    if (!assumed.empty()) {
+      if (auto a = assumed.find(m.key); a != assumed.end()) {
+        ++assumed_seen;
+        if (now - a->second.at > options_.assume_ttl || !m.facts.node_name.empty()) {
+          settled.push_back(m.key);
+        } else {
+          overridden.push_back(m.facts);
+          overridden.back().node_name = a->second.node;
+          facts = &overridden.back();
+        }
+      }
     }
-    const auto now = clock_->Now();
+    p.push_back(facts);
+  }
+  if (assumed_seen < assumed.size()) {  // assumed pods no longer in the cache
+    std::unordered_set<std::string_view> listed;
+    for (const auto& [obj, m] : memo) listed.insert(m.key);
     for (const auto& [key, a] : assumed) {
-      auto it = index.find(key);
-      if (it == index.end() || now - a.at > options_.assume_ttl) {
-        settled.push_back(key);
-        continue;
-      }
-      const Json& pod = *pods[it->second];
-      const Json& bound = kube::AtPath(pod, "/spec/nodeName");
-      if (bound.is_string() && !bound.get_ref<const std::string&>().empty()) {
-        settled.push_back(key);
-        continue;
-      }
-      auto copy = std::make_shared<Json>(pod);
-      (*copy)["spec"]["nodeName"] = a.node;
-      pods[it->second] = std::move(copy);
+      if (!listed.contains(key)) settled.push_back(key);
     }
   }
+  pod_memo_ = std::move(memo);  // entries of objects gone or replaced are dropped
 
-  std::vector<const Json*> n, p, j;
+  std::vector<const Json*> n, j;
   n.reserve(nodes.size());
-  p.reserve(pods.size());
   j.reserve(jobs.size());
   for (const auto& o : nodes) n.push_back(o.get());
-  for (const auto& o : pods) p.push_back(o.get());
   for (const auto& o : jobs) j.push_back(o.get());
   ViewOptions vo = options_.view;
   vo.cluster.now = clock_->WallNow();
-  auto view = BuildView(n, p, j, vo, synced);
+  auto view = BuildViewFromFacts(n, p, j, vo, synced);
 
   std::lock_guard<std::mutex> l(mu_);
   for (const auto& key : settled) {

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "kube/client.h"
@@ -126,6 +127,14 @@ class ClusterCache : public ViewSource {
   std::map<std::string, Assumed> assumed_;
   int64_t rebuilds_ = 0;
   std::mutex rebuild_mu_;  // one rebuild at a time
+  // The facts of each cached pod object, by object: an informer replaces an object on every change,
+  // so an unchanged pod keeps its entry and a rebuild reads no pod JSON but that of changed pods.
+  struct PodMemo {
+    kube::ObjectPtr obj;  // holds the address while it keys the entry
+    std::string key;      // kube::KeyOf
+    model::PodFacts facts;
+  };
+  std::unordered_map<const Json*, PodMemo> pod_memo_;  // guarded by rebuild_mu_
   std::jthread thread_;
 };
 

@@ -15,11 +15,25 @@ std::shared_ptr<const ClusterView> BuildView(const std::vector<const Json*>& nod
                                              const std::vector<const Json*>& pods,
                                              const std::vector<const Json*>& jobs,
                                              const ViewOptions& options, bool synced) {
+  std::vector<model::PodFacts> facts;
+  facts.reserve(pods.size());
+  for (const Json* p : pods) {
+    if (p != nullptr) facts.push_back(model::PodFactsOf(*p, options.cluster.gpu_resource));
+  }
+  std::vector<const model::PodFacts*> ptrs;
+  ptrs.reserve(facts.size());
+  for (const model::PodFacts& f : facts) ptrs.push_back(&f);
+  return BuildViewFromFacts(nodes, ptrs, jobs, options, synced);
+}
+
+std::shared_ptr<const ClusterView> BuildViewFromFacts(
+    const std::vector<const Json*>& nodes, const std::vector<const model::PodFacts*>& pods,
+    const std::vector<const Json*>& jobs, const ViewOptions& options, bool synced) {
   static std::atomic<uint64_t> next_generation{1};
   auto view = std::make_shared<ClusterView>();
   view->synced = synced;
   view->generation = next_generation.fetch_add(1);
-  view->state = model::ClusterState::Build(nodes, pods, jobs, options.cluster);
+  view->state = model::ClusterState::BuildFromFacts(nodes, pods, jobs, options.cluster);
   const placement::Snapshot& snap = view->state.snapshot();
   view->node_ids.reserve(snap.nodes.size());
   for (size_t i = 0; i < snap.nodes.size(); ++i) {
@@ -34,20 +48,13 @@ std::shared_ptr<const ClusterView> BuildView(const std::vector<const Json*>& nod
       }
     }
   }
-  for (const Json* pod : pods) {
-    if (pod == nullptr || model::PodTerminated(*pod)) continue;
-    std::string job;
-    int rank = -1;
-    if (!model::GangRankOf(*pod, &job, &rank)) continue;
-    const std::string& node = kube::AtPath(*pod, "/spec/nodeName").is_string()
-                                  ? kube::AtPath(*pod, "/spec/nodeName").get_ref<const std::string&>()
-                                  : std::string();
-    if (node.empty()) continue;  // an unbound rank breaks nothing when it goes
-    const std::string uid = kube::Uid(*pod);
-    if (uid.empty()) continue;
-    const std::string key = kube::Namespace(*pod) + "/" + job;
-    view->gang_of_uid.emplace(uid, key);
-    view->gang_uids[key].push_back(uid);
+  for (const model::PodFacts* pod : pods) {
+    if (pod->terminated || pod->job.empty()) continue;
+    if (pod->node_name.empty()) continue;  // an unbound rank breaks nothing when it goes
+    if (pod->uid.empty()) continue;
+    const std::string key = pod->ns + "/" + pod->job;
+    view->gang_of_uid.emplace(pod->uid, key);
+    view->gang_uids[key].push_back(pod->uid);
   }
   return view;
 }

@@ -74,6 +74,10 @@ std::shared_ptr<const ClusterView> BuildView(const std::vector<const Json*>& nod
                                              const std::vector<const Json*>& pods,
                                              const std::vector<const Json*>& jobs,
                                              const ViewOptions& options, bool synced = true);
+// The same with the pods' facts (model::PodFactsOf with options.cluster.gpu_resource).
+std::shared_ptr<const ClusterView> BuildViewFromFacts(
+    const std::vector<const Json*>& nodes, const std::vector<const model::PodFacts*>& pods,
+    const std::vector<const Json*>& jobs, const ViewOptions& options, bool synced = true);
 
 // How raw policy scores become the extender's 0..10.
 enum class ScoreNormalization {

@@ -516,5 +516,75 @@ TEST(ClusterCacheTest, SyncsBuildsViewsAndAssumesBindings) {
   cache.Stop();
 }
 
+// The view after pods change: a rebuild reuses what it read of unchanged pods (ClusterCache keeps
+// their facts by object), so each kind of change must still reach the next view.
+TEST(ClusterCacheTest, EveryPodChangeReachesTheNextView) {
+  kube::FakeClient client;
+  for (const Json& n : MakeRacks(1, 4)) ASSERT_TRUE(client.Create(kube::kNodes, "", n).ok());
+  ASSERT_TRUE(client.Create(kube::kPods, "ml", MakePod("ml", "a", 2, "r000-n00")).ok());
+  ASSERT_TRUE(client.Create(kube::kPods, "ml", MakePod("ml", "b", 1)).ok());
+  ClusterCacheOptions o;
+  o.view.spares_per_domain = 0;
+  o.min_rebuild_interval = std::chrono::milliseconds(1);
+  ClusterCache cache(&client, kube::RealClock(), o);
+  cache.Start();
+  auto used = [&] {
+    auto v = cache.View();
+    std::vector<int> out;
+    for (const auto& n : v->state.snapshot().nodes) out.push_back(n.gpu_used);
+    return out;
+  };
+  // Waits until the published view shows `want` GPUs used on r000-n00..n03.
+  auto settles_at = [&](std::vector<int> want) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (cache.Ready() && used() == want) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ADD_FAILURE() << "view never showed the expected usage; last: "
+                  << ::testing::PrintToString(used());
+    return false;
+  };
+  auto cached = [&](const std::string& name) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (cache.GetPod("ml", name) == nullptr && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return cache.GetPod("ml", name) != nullptr;
+  };
+  ASSERT_TRUE(settles_at({2, 0, 0, 0}));
+
+  // Bound by somebody else: the new object's node counts.
+  Json b = MakePod("ml", "b", 1, "r000-n02");
+  ASSERT_TRUE(client.Update(kube::kPods, "ml", b).ok());
+  ASSERT_TRUE(settles_at({2, 0, 1, 0}));
+  // Terminated: no longer counts.
+  Json a = MakePod("ml", "a", 2, "r000-n00");
+  a["status"]["phase"] = "Succeeded";
+  ASSERT_TRUE(client.UpdateStatus(kube::kPods, "ml", a).ok());
+  ASSERT_TRUE(settles_at({0, 0, 1, 0}));
+  // A new pod, then its deletion.
+  ASSERT_TRUE(client.Create(kube::kPods, "ml", MakePod("ml", "c", 4, "r000-n03")).ok());
+  ASSERT_TRUE(settles_at({0, 0, 1, 4}));
+  ASSERT_TRUE(client.Delete(kube::kPods, "ml", "c").ok());
+  ASSERT_TRUE(settles_at({0, 0, 1, 0}));
+
+  // Assumed, then bound elsewhere by the informer's view of it: counted once, where it is bound.
+  ASSERT_TRUE(client.Create(kube::kPods, "ml", MakePod("ml", "d", 3)).ok());
+  ASSERT_TRUE(cached("d"));  // an assumed pod the cache does not hold is forgotten
+  cache.Assume("ml/d", "r000-n01");
+  ASSERT_TRUE(settles_at({0, 3, 1, 0}));
+  ASSERT_TRUE(client.Update(kube::kPods, "ml", MakePod("ml", "d", 3, "r000-n00")).ok());
+  ASSERT_TRUE(settles_at({3, 0, 1, 0}));
+  // Assumed, then deleted: forgotten.
+  ASSERT_TRUE(client.Create(kube::kPods, "ml", MakePod("ml", "e", 2)).ok());
+  ASSERT_TRUE(cached("e"));
+  cache.Assume("ml/e", "r000-n03");
+  ASSERT_TRUE(settles_at({3, 0, 1, 2}));
+  ASSERT_TRUE(client.Delete(kube::kPods, "ml", "e").ok());
+  ASSERT_TRUE(settles_at({3, 0, 1, 0}));
+  cache.Stop();
+}
+
 }  // namespace
 }  // namespace nvl72::extender
