@@ -136,17 +136,22 @@ PodFacts PodFactsOf(const Json& pod, std::string_view gpu_resource) {
   return f;
 }
 
+PodFactsList PodFactsOfAll(const std::vector<const Json*>& pods, std::string_view gpu_resource) {
+  PodFactsList out;
+  out.facts.reserve(pods.size());
+  for (const Json* p : pods) {
+    if (p != nullptr) out.facts.push_back(PodFactsOf(*p, gpu_resource));
+  }
+  out.ptrs.reserve(out.facts.size());
+  for (const PodFacts& f : out.facts) out.ptrs.push_back(&f);
+  return out;
+}
+
 ClusterState ClusterState::Build(const std::vector<const Json*>& nodes,
                                  const std::vector<const Json*>& pods,
                                  const std::vector<const Json*>& jobs,
                                  const ClusterOptions& options) {
-  std::vector<PodFacts> facts;
-  facts.reserve(pods.size());
-  for (const Json* p : pods) facts.push_back(PodFactsOf(*p, options.gpu_resource));
-  std::vector<const PodFacts*> ptrs;
-  ptrs.reserve(facts.size());
-  for (const PodFacts& f : facts) ptrs.push_back(&f);
-  return BuildFromFacts(nodes, ptrs, jobs, options);
+  return BuildFromFacts(nodes, PodFactsOfAll(pods, options.gpu_resource).ptrs, jobs, options);
 }
 
 ClusterState ClusterState::BuildFromFacts(const std::vector<const Json*>& nodes,

@@ -78,6 +78,13 @@ struct PodFacts {
   bool terminated = false;  // PodTerminated
 };
 PodFacts PodFactsOf(const Json& pod, std::string_view gpu_resource);
+// PodFactsOf of every pod (null entries skipped), and pointers to them as BuildFromFacts takes
+// them.
+struct PodFactsList {
+  std::vector<PodFacts> facts;
+  std::vector<const PodFacts*> ptrs;  // into `facts`, which a move of the list keeps in place
+};
+PodFactsList PodFactsOfAll(const std::vector<const Json*>& pods, std::string_view gpu_resource);
 
 class ClusterState {
  public:

@@ -15,15 +15,8 @@ std::shared_ptr<const ClusterView> BuildView(const std::vector<const Json*>& nod
                                              const std::vector<const Json*>& pods,
                                              const std::vector<const Json*>& jobs,
                                              const ViewOptions& options, bool synced) {
-  std::vector<model::PodFacts> facts;
-  facts.reserve(pods.size());
-  for (const Json* p : pods) {
-    if (p != nullptr) facts.push_back(model::PodFactsOf(*p, options.cluster.gpu_resource));
-  }
-  std::vector<const model::PodFacts*> ptrs;
-  ptrs.reserve(facts.size());
-  for (const model::PodFacts& f : facts) ptrs.push_back(&f);
-  return BuildViewFromFacts(nodes, ptrs, jobs, options, synced);
+  const model::PodFactsList facts = model::PodFactsOfAll(pods, options.cluster.gpu_resource);
+  return BuildViewFromFacts(nodes, facts.ptrs, jobs, options, synced);
 }
 
 std::shared_ptr<const ClusterView> BuildViewFromFacts(
