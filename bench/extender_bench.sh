@@ -2,7 +2,7 @@
 # Benchmarks of nvl72-extender; prints a markdown section for docs/benchmarks.md.
 #
 #   bench/extender_bench.sh [--build DIR] [--scheduler | --scheduler-only] [--racks 56] [--pods 2000]
-#                           [--extender PATH/TO/nvl72-extender]
+#                           [--rounds 1] [--extender PATH/TO/nvl72-extender]
 #
 # Always: bench/extender_bench.cc (Google Benchmark): server-side filter + prioritize handling at
 # 1,000 / 5,000 nodes (nodeCacheCapable, one 1-GPU pod, all node names), the HTTP round trip over one
@@ -10,12 +10,13 @@
 # --scheduler: also the real kube-scheduler on a local control plane with --racks x 18 kwok nodes:
 # --pods single-GPU pods scheduled by the default profile, then the same number by the
 # nvl72-scheduler profile (kube-scheduler + nvl72-extender) in the same run. Pods are created while
-# the scheduler is stopped; throughput = pods / (last - first PodScheduled time).
+# the scheduler is stopped; throughput = pods / (last - first PodScheduled time). --rounds N repeats
+# the pair (without, then with the extender) N times and adds the per-round ratios and their median.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=../scripts/versions.env
 source "$root/scripts/versions.env"
-build=$root/build/ext scheduler=0 micro=1 racks=56 pods=2000 extender=
+build=$root/build/ext scheduler=0 micro=1 racks=56 pods=2000 rounds=1 extender=
 while (($#)); do
   case $1 in
     --build) build=$2; shift 2 ;;
@@ -24,9 +25,11 @@ while (($#)); do
     --extender) extender=$2; shift 2 ;;
     --racks) racks=$2; shift 2 ;;
     --pods) pods=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || { echo "--rounds wants a positive whole number, not '$rounds'" >&2; exit 2; }
 extender=${extender:-$build/scheduler-plugin/nvl72-extender}
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
@@ -118,34 +121,54 @@ kubectl delete pods -n bench -l app=plain --wait=false >/dev/null
 until [[ $(kubectl get pods -n bench -l app=plain --no-headers 2>/dev/null | wc -l) == 0 ]]; do sleep 1; done
 
 # The same scheduler config as with the extender (nvl72-scheduler profile: percentageOfNodesToScore
-# 100, qps 200) minus its extenders: what the extender itself costs.
-make_pods noext nvl72-scheduler "$pods" | kubectl create -f - >/dev/null
+# 100, qps 200) minus its extenders: what the extender itself costs. With --rounds N the two bursts
+# alternate N times (the extender is started afresh for each of its bursts), so that a slow minute of
+# this shared machine does not decide the ratio alone.
 sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#LEADER_ELECT#false#" \
   "$root/scheduler-plugin/scheduler-config.yaml" | sed '/^extenders:/,$d' >"$state/noext.yaml"
-"$NVL72_KUBE_SCHEDULER" --config="$state/noext.yaml" --secure-port="$(free_port)" --bind-address=127.0.0.1 \
-  --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" \
-  >"$state/noext-scheduler.log" 2>&1 &
-sched_pid=$!
-wait_bound noext "$pods" 900
-read -r noext_rate noext_span < <(throughput noext)
-kill "$sched_pid"; wait "$sched_pid" 2>/dev/null || true; sched_pid=
-kubectl delete pods -n bench -l app=noext --wait=false >/dev/null
-until [[ $(kubectl get pods -n bench -l app=noext --no-headers 2>/dev/null | wc -l) == 0 ]]; do sleep 1; done
-
-ext_port=$(free_port)
-"$extender" --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$ext_port" \
-  >"$state/extender.log" 2>&1 &
-ext_pid=$!
-until curl -sf "http://127.0.0.1:$ext_port/readyz" >/dev/null; do sleep 0.5; done
-make_pods ext nvl72-scheduler "$pods" | kubectl create -f - >/dev/null
-sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#EXTENDER_URL#http://127.0.0.1:$ext_port#" \
-  -e "s#LEADER_ELECT#false#" "$root/scheduler-plugin/scheduler-config.yaml" >"$state/nvl72.yaml"
-"$NVL72_KUBE_SCHEDULER" --config="$state/nvl72.yaml" --secure-port="$(free_port)" --bind-address=127.0.0.1 \
-  --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" \
-  >"$state/nvl72-scheduler.log" 2>&1 &
-sched_pid=$!
-wait_bound ext "$pods" 1800
-read -r ext_rate ext_span < <(throughput ext)
+delete_app() { # APP
+  kubectl delete pods -n bench -l "app=$1" --wait=false >/dev/null
+  until [[ $(kubectl get pods -n bench -l "app=$1" --no-headers 2>/dev/null | wc -l) == 0 ]]; do sleep 1; done
+}
+burst_noext() { # ROUND -> "rate span"
+  make_pods "noext$1" nvl72-scheduler "$pods" | kubectl create -f - >/dev/null
+  "$NVL72_KUBE_SCHEDULER" --config="$state/noext.yaml" --secure-port="$(free_port)" --bind-address=127.0.0.1 \
+    --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" \
+    >"$state/noext-scheduler.log" 2>&1 &
+  sched_pid=$!
+  wait_bound "noext$1" "$pods" 900 >&2
+  throughput "noext$1"
+  kill "$sched_pid"; wait "$sched_pid" 2>/dev/null || true; sched_pid=
+  delete_app "noext$1" >&2
+}
+burst_ext() { # ROUND; leaves the extender and kube-scheduler running for the figures below
+  ext_port=$(free_port)
+  "$extender" --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$ext_port" \
+    >"$state/extender.log" 2>&1 &
+  ext_pid=$!
+  until curl -sf "http://127.0.0.1:$ext_port/readyz" >/dev/null; do sleep 0.5; done
+  make_pods "ext$1" nvl72-scheduler "$pods" | kubectl create -f - >/dev/null
+  sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#EXTENDER_URL#http://127.0.0.1:$ext_port#" \
+    -e "s#LEADER_ELECT#false#" "$root/scheduler-plugin/scheduler-config.yaml" >"$state/nvl72.yaml"
+  "$NVL72_KUBE_SCHEDULER" --config="$state/nvl72.yaml" --secure-port="$(free_port)" --bind-address=127.0.0.1 \
+    --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" \
+    >"$state/nvl72-scheduler.log" 2>&1 &
+  sched_pid=$!
+  wait_bound "ext$1" "$pods" 1800
+}
+stop_ext() { # ROUND
+  kill "$sched_pid" "$ext_pid"; wait "$sched_pid" "$ext_pid" 2>/dev/null || true; sched_pid= ext_pid=
+  delete_app "ext$1"
+}
+noext_rates=() ext_rates=() rows=()
+for ((r = 1; r <= rounds; r++)); do
+  read -r noext_rate noext_span < <(burst_noext "$r")
+  burst_ext "$r"
+  read -r ext_rate ext_span < <(throughput "ext$r")
+  noext_rates+=("$noext_rate") ext_rates+=("$ext_rate")
+  rows+=("| $r | $noext_rate | $noext_span | $ext_rate | $ext_span | $(python3 -c "print(f'{$ext_rate / $noext_rate:.0%}')") |")
+  ((r == rounds)) || stop_ext "$r"
+done
 cpu_s() { awk '{printf "%.1f", ($14 + $15) / 100}' "/proc/$1/stat"; }  # utime + stime, USER_HZ 100
 ext_cpu=$(cpu_s "$ext_pid") sched_cpu=$(cpu_s "$sched_pid")
 filter_p99=$(curl -sf "http://127.0.0.1:$ext_port/metrics" | python3 -c '
@@ -183,6 +206,20 @@ echo "| default profile, no extender (stock config) | $plain_rate | $plain_span 
 echo "| nvl72-scheduler profile config without its extenders (percentageOfNodesToScore 100) | $noext_rate | $noext_span |"
 echo "| nvl72-scheduler + nvl72-extender (filter, prioritize, bind) | $ext_rate | $ext_span |"
 echo
+if ((rounds > 1)); then
+  echo "The last two rows are the last of $rounds rounds; each round ran the burst without the extender, then"
+  echo "the one with it:"
+  echo
+  echo "| round | without extender, pods/s | span (s) | with nvl72-extender, pods/s | span (s) | with / without |"
+  echo "|---|---|---|---|---|---|"
+  printf '%s\n' "${rows[@]}"
+  echo
+  echo "Median of the per-round ratios: $(python3 -c "
+import statistics
+n = [$(IFS=,; echo "${noext_rates[*]}")]; e = [$(IFS=,; echo "${ext_rates[*]}")]
+print(f'{statistics.median(b / a for a, b in zip(n, e)):.0%} (lowest {min(b / a for a, b in zip(n, e)):.0%})')")."
+  echo
+fi
 echo "With the extender: $(python3 -c "print(f'{$ext_rate / $noext_rate:.0%}')") of the same config without it, $(python3 -c "print(f'{$ext_rate / $plain_rate:.0%}')") of the stock default profile."
 echo
 echo "Extender-side filter p99 during that run (from /metrics histogram buckets): $filter_p99."
