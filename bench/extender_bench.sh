@@ -130,12 +130,15 @@ delete_app() { # APP
   kubectl delete pods -n bench -l "app=$1" --wait=false >/dev/null
   until [[ $(kubectl get pods -n bench -l "app=$1" --no-headers 2>/dev/null | wc -l) == 0 ]]; do sleep 1; done
 }
+start_scheduler() { # NAME: kube-scheduler with $state/NAME.yaml, logging to $state/NAME-scheduler.log
+  "$NVL72_KUBE_SCHEDULER" --config="$state/$1.yaml" --secure-port="$(free_port)" --bind-address=127.0.0.1 \
+    --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" \
+    >"$state/$1-scheduler.log" 2>&1 &
+  sched_pid=$!
+}
 burst_noext() { # ROUND -> "rate span"
   make_pods "noext$1" nvl72-scheduler "$pods" | kubectl create -f - >/dev/null
-  "$NVL72_KUBE_SCHEDULER" --config="$state/noext.yaml" --secure-port="$(free_port)" --bind-address=127.0.0.1 \
-    --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" \
-    >"$state/noext-scheduler.log" 2>&1 &
-  sched_pid=$!
+  start_scheduler noext
   wait_bound "noext$1" "$pods" 900 >&2
   throughput "noext$1"
   kill "$sched_pid"; wait "$sched_pid" 2>/dev/null || true; sched_pid=
@@ -150,10 +153,7 @@ burst_ext() { # ROUND; leaves the extender and kube-scheduler running for the fi
   make_pods "ext$1" nvl72-scheduler "$pods" | kubectl create -f - >/dev/null
   sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#EXTENDER_URL#http://127.0.0.1:$ext_port#" \
     -e "s#LEADER_ELECT#false#" "$root/scheduler-plugin/scheduler-config.yaml" >"$state/nvl72.yaml"
-  "$NVL72_KUBE_SCHEDULER" --config="$state/nvl72.yaml" --secure-port="$(free_port)" --bind-address=127.0.0.1 \
-    --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" \
-    >"$state/nvl72-scheduler.log" 2>&1 &
-  sched_pid=$!
+  start_scheduler nvl72
   wait_bound "ext$1" "$pods" 1800
 }
 stop_ext() { # ROUND

@@ -120,9 +120,6 @@ TEST_F(HttpServerTest, BodiesOnlyWhereARouteReadsThem) {
   EXPECT_EQ(ok->body, "ok\n");
 }
 
-// A client that asks first ("Expect: 100-continue", as curl does for bodies over 1 MiB) is refused
-// on the headers when the announced body is too large: 413, never "100 Continue" (which would invite
-// a body that is then refused, the connection closed under the client's upload).
 // Go's HTTP client (kube-scheduler calling the extender, Prometheus scraping) sends
 // "Accept-Encoding: gzip" on every request; httplib would then gzip every JSON reply, costing CPU on
 // both sides of a local connection.
@@ -139,6 +136,9 @@ TEST_F(HttpServerTest, RepliesAreNotCompressedForAClientThatAcceptsGzip) {
   EXPECT_EQ(reply.substr(reply.size() - 5), "\r\nok\n") << reply;
 }
 
+// A client that asks first ("Expect: 100-continue", as curl does for bodies over 1 MiB) is refused
+// on the headers when the announced body is too large: 413, never "100 Continue" (which would
+// invite a body that is then refused, the connection closed under the client's upload).
 TEST_F(HttpServerTest, AnExpectedBodyOverTheLimitIsRefusedBeforeContinue) {
   HttpServerOptions o;
   o.body_paths = "/upload";

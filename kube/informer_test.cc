@@ -5,27 +5,19 @@
 #include <algorithm>
 #include <thread>
 
+#include "common/eventually_for_test.h"
 #include "kube/fake_client.h"
 
 namespace nvl72::kube {
 namespace {
 
 using namespace std::chrono_literals;
+using testutil::Eventually;
 
 Json Pod(const std::string& name, const std::string& node = "") {
   Json p = {{"metadata", {{"name", name}}}, {"spec", {{"containers", Json::array()}}}};
   if (!node.empty()) p["spec"]["nodeName"] = node;
   return p;
-}
-
-template <typename Pred>
-bool Eventually(Pred pred, std::chrono::milliseconds timeout = 5s) {
-  auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return pred();
 }
 
 // Records handler calls as "add:name", "update:name", "delete:name".

@@ -5,12 +5,14 @@
 #include <atomic>
 #include <thread>
 
+#include "common/eventually_for_test.h"
 #include "kube/fake_client.h"
 
 namespace nvl72::kube {
 namespace {
 
 using namespace std::chrono_literals;
+using testutil::Eventually;
 
 LeaderElectionConfig Cfg(const std::string& id) {
   LeaderElectionConfig c;
@@ -18,16 +20,6 @@ LeaderElectionConfig Cfg(const std::string& id) {
   c.lease_name = "nvl72-operator";
   c.identity = id;
   return c;
-}
-
-template <typename Pred>
-bool Eventually(Pred pred, std::chrono::milliseconds timeout = 5s) {
-  auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return pred();
 }
 
 TEST(LeaderElectionTest, ValidatesConfig) {

@@ -22,6 +22,7 @@
 
 #include <unistd.h>
 
+#include "common/eventually_for_test.h"
 #include "kube/clock.h"
 #include "kube/fake_client.h"
 #include "scheduler-plugin/cluster_cache.h"
@@ -35,6 +36,7 @@ using testing::MakeNode;
 using testing::MakePod;
 using testing::MakeRacks;
 using testing::Ptrs;
+using testutil::Eventually;
 
 class ServerTest : public ::testing::Test {
  protected:
@@ -480,11 +482,7 @@ TEST(ClusterCacheTest, SyncsBuildsViewsAndAssumesBindings) {
   ClusterCache cache(&client, kube::RealClock(), o);
   EXPECT_FALSE(cache.Ready());
   cache.Start();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!cache.Ready() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_TRUE(cache.Ready());
+  ASSERT_TRUE(Eventually([&] { return cache.Ready(); }, std::chrono::seconds(10)));
   auto used = [&](const std::string& node) {
     auto v = cache.View();
     return v->state.snapshot().nodes[static_cast<size_t>(v->FindNode(node))].gpu_used;
@@ -499,11 +497,8 @@ TEST(ClusterCacheTest, SyncsBuildsViewsAndAssumesBindings) {
 
   // A new node shows up in a later view.
   ASSERT_TRUE(client.Create(kube::kNodes, "", MakeNode("r000-n09", "rack-0")).ok());
-  while (cache.View()->FindNode("r000-n09") == placement::kNoNode &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  EXPECT_NE(cache.View()->FindNode("r000-n09"), placement::kNoNode);
+  EXPECT_TRUE(Eventually([&] { return cache.View()->FindNode("r000-n09") != placement::kNoNode; },
+                         std::chrono::seconds(10)));
 
   // What /metrics reports of the informers: one list each so far, the objects they hold.
   std::map<std::string, ClusterCache::InformerReport> reports;
@@ -535,22 +530,17 @@ TEST(ClusterCacheTest, EveryPodChangeReachesTheNextView) {
     return out;
   };
   // Waits until the published view shows `want` GPUs used on r000-n00..n03.
-  auto settles_at = [&](std::vector<int> want) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (cache.Ready() && used() == want) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto settles_at = [&](const std::vector<int>& want) {
+    if (Eventually([&] { return cache.Ready() && used() == want; }, std::chrono::seconds(10))) {
+      return true;
     }
     ADD_FAILURE() << "view never showed the expected usage; last: "
                   << ::testing::PrintToString(used());
     return false;
   };
   auto cached = [&](const std::string& name) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (cache.GetPod("ml", name) == nullptr && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return cache.GetPod("ml", name) != nullptr;
+    return Eventually([&] { return cache.GetPod("ml", name) != nullptr; },
+                      std::chrono::seconds(10));
   };
   ASSERT_TRUE(settles_at({2, 0, 0, 0}));
 

@@ -31,6 +31,7 @@
 
 #include <httplib.h>
 
+#include "common/eventually_for_test.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/events.h"
@@ -65,14 +66,10 @@ std::string RandomSuffix() {
   return s;
 }
 
+// Against the real API server: poll every 50 ms.
 template <typename Pred>
 bool Eventually(Pred pred, std::chrono::milliseconds timeout) {
-  auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return pred();
+  return testutil::Eventually(pred, timeout, 50ms);
 }
 
 const ResourceRef kWidgets = ResourceRef::Custom("it.nvl72.dev", "v1", "widgets", "Widget", true);
