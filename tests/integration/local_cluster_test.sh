@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Integration test of scripts/local-cluster: brings up a cluster with 2 fake NVL72 racks in a temp
-# state dir, checks the 36 nodes (clique label, Ready), that kwok runs a bound pod, that the default
-# kube-scheduler binds a GPU pod, that the apiserver restarts on the same port (and kwok's watch
-# survives it), and that `down` leaves no process behind.
+# state dir (the Kubernetes release of NVL72_K8S_VERSION, default v1.37.2), checks the versions, the
+# 36 nodes (clique label, Ready, untainted), kube-controller-manager (default ServiceAccount; a node
+# whose kubelet stops is marked Unknown and tainted, and is Ready and untainted again once it starts),
+# that kwok runs a bound pod, that the default kube-scheduler binds a GPU pod, that the apiserver
+# restarts on the same port (and kwok's watch survives it), and that `down` leaves no process behind.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 lc=$root/scripts/local-cluster
@@ -51,6 +53,24 @@ $(node_report)"
   || fail "expected 2 cliques of 18 nodes: $(node_report | awk '{ print $2 }' | sort | uniq -c)"
 grep -q '^rack1-node17 ' <<<"$(node_report)" || fail "no node rack1-node17"
 ok "36 Ready nodes in 2 cliques of 18"
+
+# kube-controller-manager: same release, its controllers at work.
+kcm_version=$("$NVL72_KUBE_CONTROLLER_MANAGER" --version) || fail "kube-controller-manager --version"
+[[ $kcm_version == "Kubernetes $K8S_VERSION" ]] || fail "kube-controller-manager is '$kcm_version', not $K8S_VERSION"
+[[ $(curl -sk "$NVL72_KCM_URL/healthz") == ok ]] || fail "kube-controller-manager /healthz at '$NVL72_KCM_URL'"
+[[ -z $(kubectl get nodes -o jsonpath='{.items[*].spec.taints}') ]] || fail "nodes still tainted: $(kubectl get nodes -o jsonpath='{.items[*].spec.taints}')"
+kubectl -n default get serviceaccount default >/dev/null || fail "no default ServiceAccount (serviceaccount controller)"
+ok "kube-controller-manager $K8S_VERSION runs: new nodes untainted, default ServiceAccount made"
+ready_of() { kubectl get node "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}'; }
+taints_of() { kubectl get node "$1" -o jsonpath='{range .spec.taints[*]}{.key}:{.effect} {end}'; }
+marked_down() { [[ $(ready_of rack1-node16) == Unknown && $(taints_of rack1-node16) == *unreachable:NoExecute* ]]; }
+healthy_again() { [[ $(ready_of rack1-node16) == True && -z $(taints_of rack1-node16) ]]; }
+"$lc" kubelet stop rack1-node16 --state "$state" || fail "kubelet stop"
+wait_until 60 marked_down || fail "rack1-node16 is Ready='$(ready_of rack1-node16)' with taints '$(taints_of rack1-node16)' 60 s after its kubelet stopped"
+ok "kubelet of rack1-node16 stopped: Ready=Unknown, taints $(taints_of rack1-node16)"
+"$lc" kubelet start rack1-node16 --state "$state" || fail "kubelet start"
+wait_until 60 healthy_again || fail "rack1-node16 is Ready='$(ready_of rack1-node16)' with taints '$(taints_of rack1-node16)' 60 s after its kubelet started"
+ok "kubelet of rack1-node16 started: Ready=True, untainted"
 
 # A pod bound by spec.nodeName: kwok runs it.
 bound_pod() { # NAME NODE
