@@ -120,6 +120,13 @@ ClusterState ClusterState::Build(const std::vector<Json>& nodes, const std::vect
   return Build(ptrs(nodes), ptrs(pods), ptrs(jobs), options);
 }
 
+bool RankToleratesNoExecute(std::string_view taint_key) {
+  for (std::string_view k : kRankToleratedNoExecuteTaints) {
+    if (k == taint_key) return true;
+  }
+  return false;
+}
+
 PodFacts PodFactsOf(const Json& pod, std::string_view gpu_resource) {
   PodFacts f;
   const Json& meta = Child(pod, "metadata");
@@ -228,7 +235,7 @@ ClusterState ClusterState::BuildFromFacts(const std::vector<const Json*>& nodes,
           continue;
         }
         node.tainted = true;
-        if (effect == "NoExecute") health.no_execute_taint = true;
+        if (effect == "NoExecute" && !RankToleratesNoExecute(key)) health.no_execute_taint = true;
       }
     }
     st.node_ids_[node.name] = static_cast<placement::NodeId>(snap.nodes.size());

@@ -20,14 +20,14 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "model/job_spec.h"
@@ -53,8 +53,16 @@ struct NodeHealth {
   bool ready_condition = false;  // Ready == "True"
   // lastTransitionTime of the Ready condition when it is not True; nullopt if unknown.
   std::optional<std::chrono::system_clock::time_point> not_ready_since;
-  bool no_execute_taint = false;  // an untolerated NoExecute taint (e.g. node.kubernetes.io/unreachable)
+  // A NoExecute taint rank pods do not tolerate. The node lifecycle taints (not-ready, unreachable)
+  // are tolerated (RankToleratesNoExecute): they come with a Ready condition that is not True,
+  // which the job's grace judges.
+  bool no_execute_taint = false;
 };
+
+// Told of a placement the operator wrote to a job's status (`written`: the job as the API server
+// returned it), so that its next decisions count the placement before its informer cache shows it.
+using PlacementWritten =
+    std::function<void(const Json& written, int gpus_per_replica, const JobPlacement& placement)>;
 
 // One admitted job's reservation as seen by the snapshot.
 struct Reservation {
@@ -78,6 +86,10 @@ struct PodFacts {
   bool terminated = false;  // PodTerminated
 };
 PodFacts PodFactsOf(const Json& pod, std::string_view gpu_resource);
+
+// True for the NoExecute taint keys that rank pods tolerate without a time limit
+// (kRankToleratedNoExecuteTaints).
+bool RankToleratesNoExecute(std::string_view taint_key);
 // PodFactsOf of every pod (null entries skipped), and pointers to them as BuildFromFacts takes
 // them.
 struct PodFactsList {

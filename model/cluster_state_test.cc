@@ -95,7 +95,8 @@ TEST(ClusterStateTest, HealthFromConditionsTaintsAndCordon) {
   auto nodes = TwoRacks();
   nodes[1]["status"]["conditions"][0]["status"] = "False";          // a0 not ready
   nodes[2]["spec"]["unschedulable"] = true;                          // a2 cordoned
-  nodes[3]["spec"]["taints"] = {{{"key", "node.kubernetes.io/unreachable"}, {"effect", "NoExecute"}}};  // a1
+  nodes[3]["spec"]["taints"] = {
+      {{"key", "example.com/fabric-down"}, {"effect", "NoExecute"}}};                    // a1
   nodes[4]["spec"]["taints"] = {{{"key", "nvidia.com/gpu"}, {"effect", "NoSchedule"}}};  // b0 tolerated
   nodes[5]["spec"]["taints"] = {{{"key", "x"}, {"effect", "PreferNoSchedule"}}};          // b2 ignored
   auto st = ClusterState::Build(nodes, {}, {}, {});
@@ -106,6 +107,22 @@ TEST(ClusterStateTest, HealthFromConditionsTaintsAndCordon) {
   EXPECT_TRUE(st.Health(st.FindNode("a1")).no_execute_taint);
   EXPECT_TRUE(n[st.FindNode("b0")].Schedulable());
   EXPECT_TRUE(n[st.FindNode("b2")].Schedulable());
+}
+
+// The node lifecycle NoExecute taints keep a node from new work, but they are no failure of their
+// own for a rank (its pod tolerates them; the Ready condition and the job's grace decide).
+TEST(ClusterStateTest, NodeLifecycleTaintsBlockNewWorkButAreToleratedByRanks) {
+  auto nodes = TwoRacks();
+  nodes[3]["spec"]["taints"] = {
+      {{"key", "node.kubernetes.io/unreachable"}, {"effect", "NoExecute"}}};
+  nodes[4]["spec"]["taints"] = {{{"key", "node.kubernetes.io/not-ready"}, {"effect", "NoExecute"}}};
+  auto st = ClusterState::Build(nodes, {}, {}, {});
+  for (const char* name : {"a1", "b0"}) {
+    EXPECT_FALSE(st.snapshot().nodes[st.FindNode(name)].Schedulable()) << name;
+    EXPECT_FALSE(st.Health(st.FindNode(name)).no_execute_taint) << name;
+  }
+  EXPECT_TRUE(RankToleratesNoExecute("node.kubernetes.io/unreachable"));
+  EXPECT_FALSE(RankToleratesNoExecute("node.kubernetes.io/out-of-service"));
 }
 
 TEST(ClusterStateTest, NotReadyWithinGraceCountsReady) {

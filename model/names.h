@@ -25,6 +25,15 @@ inline constexpr std::string_view kPriorityAnnotation = "nvl72.dev/priority";
 inline constexpr std::string_view kReservationFinalizer = "nvl72.dev/reservation";
 
 // --- nodes ---
+// NoExecute taints of kube-controller-manager's node lifecycle controller: a node whose Ready
+// condition is False (not-ready) or Unknown (unreachable: no heartbeat). Rank pods tolerate both
+// without a time limit (BuildRankPod), so taint-based eviction never removes a rank: the job's
+// spec.recovery.notReadyGraceSeconds on the Ready condition alone decides when a rank moves, and
+// only the operator moves it. Other NoExecute taints fail a rank at once.
+inline constexpr std::string_view kTaintNodeNotReady = "node.kubernetes.io/not-ready";
+inline constexpr std::string_view kTaintNodeUnreachable = "node.kubernetes.io/unreachable";
+inline constexpr std::string_view kRankToleratedNoExecuteTaints[] = {kTaintNodeNotReady,
+                                                                     kTaintNodeUnreachable};
 inline constexpr std::string_view kDefaultDomainLabel = "nvidia.com/gpu.clique";
 inline constexpr std::string_view kGpuResource = "nvidia.com/gpu";
 inline constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";

@@ -43,6 +43,25 @@ void SetEnv(Json& container, const std::string& name, const std::string& value) 
   env.push_back({{"name", name}, {"value", value}});
 }
 
+// Rank pods tolerate the node lifecycle NoExecute taints without a time limit, replacing any
+// toleration of the template for those keys with NoExecute effect (the job's notReadyGraceSeconds
+// is the one knob; see model::kRankToleratedNoExecuteTaints). Other tolerations stay.
+void SetNodeLifecycleTolerations(Json& podspec) {
+  Json kept = Json::array();
+  const Json& tolerations = podspec.contains("tolerations") ? podspec["tolerations"] : Json();
+  if (tolerations.is_array()) {
+    for (const auto& t : tolerations) {
+      const bool ours = t.is_object() && t.value("effect", "") == "NoExecute" &&
+                        model::RankToleratesNoExecute(t.value("key", ""));
+      if (!ours) kept.push_back(t);
+    }
+  }
+  for (std::string_view key : model::kRankToleratedNoExecuteTaints) {
+    kept.push_back({{"key", Str(key)}, {"operator", "Exists"}, {"effect", "NoExecute"}});
+  }
+  podspec["tolerations"] = std::move(kept);
+}
+
 void SetState(Json& status, std::string_view state, bool* changed) {
   if (status.value("state", "") != state) {
     status["state"] = Str(state);
@@ -100,6 +119,7 @@ Json BuildRankPod(const Json& job, const model::JobSpec& spec, const model::Rank
   podspec["hostname"] = model::RankPodName(job_name, rank.rank);
   podspec["subdomain"] = job_name;
   if (!podspec.contains("restartPolicy")) podspec["restartPolicy"] = "Never";
+  SetNodeLifecycleTolerations(podspec);
 
   // Required node affinity on the planned node, ANDed into every existing required term.
   Json expr = {{"key", Str(model::kHostnameLabel)}, {"operator", "In"}, {"values", {rank.node}}};

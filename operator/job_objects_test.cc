@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace nvl72::op {
 namespace {
 
@@ -55,6 +57,37 @@ TEST(BuildRankPodTest, KeepsTemplateAndAndsAffinity) {
   // The template asked for GPUs itself: left alone.
   EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], "1");
   EXPECT_FALSE(pod["spec"]["containers"][0]["resources"].contains("requests"));
+}
+
+// Taint-based eviction must never remove a rank before the job's grace: rank pods tolerate the node
+// lifecycle NoExecute taints with no time limit, the template's own tolerationSeconds for them is
+// replaced, and its other tolerations stay.
+TEST(BuildRankPodTest, ToleratesNodeLifecycleTaintsWithoutATimeLimit) {
+  Json tmpl = Json::parse(R"({"spec": {"containers": [{"name": "c"}], "tolerations": [
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
+     "tolerationSeconds": 300},
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": "dedicated", "operator": "Equal", "value": "team-a", "effect": "NoSchedule"}]}})");
+  Json job = JobWithTemplate(tmpl);
+  auto spec = model::ParseJobSpec(job["spec"]);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  Json pod = BuildRankPod(job, *spec, {0, "n1", "j-0"}, 29500, "nvidia.com/gpu");
+  std::map<std::string, Json> no_execute;
+  int others = 0;
+  for (const auto& t : pod["spec"]["tolerations"]) {
+    if (t.value("effect", "") == "NoExecute") {
+      no_execute[t["key"]] = t;
+    } else {
+      ++others;
+    }
+  }
+  ASSERT_EQ(no_execute.size(), 2u);
+  for (const char* key : {"node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"}) {
+    ASSERT_TRUE(no_execute.count(key)) << key;
+    EXPECT_EQ(no_execute[key]["operator"], "Exists");
+    EXPECT_FALSE(no_execute[key].contains("tolerationSeconds")) << key;
+  }
+  EXPECT_EQ(others, 2) << "the template's NoSchedule tolerations stay";
 }
 
 TEST(ConditionsTest, TransitionTimeMovesOnlyOnStatusChange) {

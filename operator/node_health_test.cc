@@ -29,7 +29,7 @@ TEST(NodeHealthTest, EachCause) {
   std::vector<Json> nodes = {Node("ok", "True"), Node("blip", "False", "2026-01-01T00:00:00Z"),
                              Node("tainted", "True"), Node("small", "True"),
                              Node("cordoned", "True")};
-  nodes[2]["spec"]["taints"] = {{{"key", "node.kubernetes.io/unreachable"}, {"effect", "NoExecute"}}};
+  nodes[2]["spec"]["taints"] = {{{"key", "example.com/fabric-down"}, {"effect", "NoExecute"}}};
   nodes[3]["status"]["allocatable"]["nvidia.com/gpu"] = "2";
   nodes[4]["spec"]["unschedulable"] = true;
   auto st = model::ClusterState::Build(nodes, {}, {}, {});
@@ -50,6 +50,24 @@ TEST(NodeHealthTest, EachCause) {
   EXPECT_EQ(failed[0].rank, 1);
   EXPECT_EQ(NodeFailureName(failed[0].cause), "NodeGone");
   EXPECT_EQ(failed[1].rank, 3);
+}
+
+// kube-controller-manager puts unreachable (or not-ready) NoExecute on a node at the moment it sets
+// Ready Unknown (False). Rank pods tolerate those taints, so the job's grace on the Ready condition
+// decides, not the taint.
+TEST(NodeHealthTest, NodeLifecycleTaintsWaitForTheGrace) {
+  std::vector<Json> nodes = {Node("unreachable", "Unknown", "2026-01-01T00:00:00Z"),
+                             Node("not-ready", "False", "2026-01-01T00:00:00Z")};
+  nodes[0]["spec"]["taints"] = {
+      {{"key", "node.kubernetes.io/unreachable"}, {"effect", "NoSchedule"}},
+      {{"key", "node.kubernetes.io/unreachable"}, {"effect", "NoExecute"}}};
+  nodes[1]["spec"]["taints"] = {{{"key", "node.kubernetes.io/not-ready"}, {"effect", "NoExecute"}}};
+  auto st = model::ClusterState::Build(nodes, {}, {}, {});
+  const auto grace = std::chrono::seconds(60);
+  for (const char* n : {"unreachable", "not-ready"}) {
+    EXPECT_EQ(CheckNode(st, n, 4, grace, At(59)), NodeFailure::kNone) << n;
+    EXPECT_EQ(CheckNode(st, n, 4, grace, At(60)), NodeFailure::kNotReady) << n;
+  }
 }
 
 TEST(NodeHealthTest, PodFailedByNodeTellsNodeCausesFromTheApplicationsOwn) {
