@@ -86,6 +86,30 @@ int64_t Generation(const Json& obj) {
   return it != m.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
 }
 
+bool HasFinalizer(const Json& obj, std::string_view finalizer) {
+  const Json& m = Meta(obj);
+  if (!m.is_object()) return false;
+  auto it = m.find("finalizers");
+  if (it == m.end() || !it->is_array()) return false;
+  for (const auto& v : *it) {
+    if (v.is_string() && v.get_ref<const std::string&>() == finalizer) return true;
+  }
+  return false;
+}
+
+std::string ControllerUid(const Json& obj) {
+  const Json& m = Meta(obj);
+  if (!m.is_object()) return "";
+  auto it = m.find("ownerReferences");
+  if (it == m.end() || !it->is_array()) return "";
+  for (const auto& ref : *it) {
+    if (!ref.is_object()) continue;
+    auto c = ref.find("controller");
+    if (c != ref.end() && c->is_boolean() && c->get<bool>()) return ref.value("uid", "");
+  }
+  return "";
+}
+
 bool IsBeingDeleted(const Json& obj) {
   const Json& m = Meta(obj);
   if (!m.is_object()) return false;

@@ -28,6 +28,13 @@ bool IsBeingDeleted(const Json& obj);  // metadata.deletionTimestamp is set
 // keeps its managedFields on the server (omitted = unchanged); annotations are left alone, so an
 // update never loses kubectl's last-applied-configuration.
 void DropManagedFields(Json& obj);
+// True when metadata.finalizers lists `finalizer`.
+bool HasFinalizer(const Json& obj, std::string_view finalizer);
+// The API server's finalizer of a deletion with propagationPolicy Orphan: the garbage collector
+// removes the dependents' ownerReferences, then this finalizer.
+inline constexpr std::string_view kOrphanFinalizer = "orphan";
+// uid of the ownerReference with controller: true, or "" when nothing controls the object.
+std::string ControllerUid(const Json& obj);
 std::map<std::string, std::string> Labels(const Json& obj);
 std::map<std::string, std::string> Annotations(const Json& obj);
 // Returns obj at a "/a/b/c" JSON pointer, or nullptr json if absent (never throws).

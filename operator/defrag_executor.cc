@@ -230,6 +230,10 @@ StatusOr<DefragDecision> DefragExecutor::Run(const model::ClusterState& state,
       return written.status();
     }
     Report("started");
+    if (config_.assume) {
+      const Json& gpus = kube::AtPath(obj, "/spec/gpusPerReplica");
+      config_.assume(*written, gpus.is_number_integer() ? gpus.get<int>() : 0, m.to);
+    }
     NVL72_LOG(kInfo) << m.key << ": " << note;
     Event(obj, true, "MovedForDefragmentation", note);
     enqueue_(m.key);

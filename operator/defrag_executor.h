@@ -110,6 +110,7 @@ class DefragExecutor {
   struct Config {
     DefragOptions options{};
     std::string field_manager = "nvl72-operator";
+    model::PlacementWritten assume;  // told of every move's new placement (may be empty)
   };
   DefragExecutor(kube::Client* client, kube::EventRecorder* events,
                  const placement::PlacementPolicy* policy, Enqueue enqueue, Config config);

@@ -1,6 +1,7 @@
 #include "operator/reconciler.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
 #include <string_view>
 #include <tuple>
@@ -21,14 +22,7 @@ double SecondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-bool HasFinalizer(const Json& obj) {
-  const Json& f = kube::AtPath(obj, "/metadata/finalizers");
-  if (!f.is_array()) return false;
-  for (const auto& v : f) {
-    if (v.is_string() && v.get_ref<const std::string&>() == model::kReservationFinalizer) return true;
-  }
-  return false;
-}
+bool HasFinalizer(const Json& obj) { return kube::HasFinalizer(obj, model::kReservationFinalizer); }
 
 std::string CreationTimestamp(const Json& obj) {
   const Json& t = kube::AtPath(obj, "/metadata/creationTimestamp");
@@ -59,16 +53,22 @@ Reconciler::Reconciler(kube::Client* client, const ObjectStore* store, kube::Eve
   po.spare_reserve = options_.spare_reserve;
   policy_ = placement::MakePolicy(options_.policy, po);
   if (policy_ == nullptr) policy_ = placement::MakePolicy("nvl72", po);
-  recovery_ = std::make_unique<JobRecovery>(
-      client_, events_, policy_.get(), enqueue_,
-      JobRecovery::Config{.options = options_.recovery,
-                          .field_manager = options_.field_manager,
-                          .master_port = options_.master_port,
-                          .admission_key = kAdmissionKey,
-                          .metrics = metrics_});
+  model::PlacementWritten assume = [this](const Json& written, int gpus,
+                                          const model::JobPlacement& placement) {
+    Assume(written, gpus, placement);
+  };
+  recovery_ =
+      std::make_unique<JobRecovery>(client_, events_, policy_.get(), enqueue_,
+                                    JobRecovery::Config{.options = options_.recovery,
+                                                        .field_manager = options_.field_manager,
+                                                        .master_port = options_.master_port,
+                                                        .admission_key = kAdmissionKey,
+                                                        .metrics = metrics_,
+                                                        .assume = assume});
   defrag_ = std::make_unique<DefragExecutor>(
       client_, events_, policy_.get(), enqueue_,
-      DefragExecutor::Config{.options = options_.defrag, .field_manager = options_.field_manager});
+      DefragExecutor::Config{
+          .options = options_.defrag, .field_manager = options_.field_manager, .assume = assume});
 }
 
 void Reconciler::SetEnqueueAfter(EnqueueAfter fn) {
@@ -103,12 +103,35 @@ void Reconciler::Event(const Json& obj, bool warning, const std::string& reason,
                   action, note);
 }
 
+bool Reconciler::StoreCaughtUp(const Json& stored, const Assumed& a) {
+  if (kube::Uid(stored) != a.uid) return true;
+  const std::string rv = kube::ResourceVersion(stored);
+  // etcd revisions: a later write has a larger one. Anything else: only the very version counts.
+  char* end_a = nullptr;
+  char* end_s = nullptr;
+  const unsigned long long want = std::strtoull(a.resource_version.c_str(), &end_a, 10);
+  const unsigned long long have = std::strtoull(rv.c_str(), &end_s, 10);
+  if (!a.resource_version.empty() && *end_a == '\0' && !rv.empty() && *end_s == '\0') {
+    return have >= want;
+  }
+  return rv == a.resource_version;
+}
+
+void Reconciler::Assume(const Json& written, int gpus_per_replica,
+                        const model::JobPlacement& placement) {
+  std::lock_guard<std::mutex> l(mu_);
+  assumed_[kube::KeyOf(written)] =
+      Assumed{kube::Uid(written), gpus_per_replica, placement, kube::ResourceVersion(written)};
+}
+
 std::optional<model::JobPlacement> Reconciler::EffectivePlacement(const Json& job) const {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = assumed_.find(kube::KeyOf(job));
+    if (it != assumed_.end() && !StoreCaughtUp(job, it->second)) return it->second.placement;
+  }
   auto p = model::PlacementOf(job);
   if (p.ok() && p->has_value()) return **p;
-  std::lock_guard<std::mutex> l(mu_);
-  auto it = assumed_.find(kube::KeyOf(job));
-  if (it != assumed_.end() && it->second.uid == kube::Uid(job)) return it->second.placement;
   return std::nullopt;
 }
 
@@ -133,16 +156,12 @@ model::ClusterState Reconciler::BuildState(std::vector<ObjectPtr>* jobs_out) con
   for (const auto& j : jobs) by_key[kube::KeyOf(*j)] = j.get();
   for (auto it = assumed_.begin(); it != assumed_.end();) {
     auto j = by_key.find(it->first);
-    if (j != by_key.end()) {
-      auto p = model::PlacementOf(*j->second);
-      if ((p.ok() && p->has_value()) || kube::Uid(*j->second) != it->second.uid) {
-        it = assumed_.erase(it);
-        continue;
-      }
+    if (j != by_key.end() && StoreCaughtUp(*j->second, it->second)) {
+      it = assumed_.erase(it);
+      continue;
     }
-    if (state.FindReservation(it->first) == nullptr) {
-      state.Reserve(it->first, it->second.gpus_per_replica, it->second.placement);
-    }
+    state.Release(it->first);  // the store's older placement of the job, if any
+    state.Reserve(it->first, it->second.gpus_per_replica, it->second.placement);
     ++it;
   }
   if (jobs_out != nullptr) *jobs_out = std::move(jobs);
@@ -187,6 +206,7 @@ std::optional<int> Reconciler::PriorityClassValue(const std::string& name) {
 // Admission
 
 Status Reconciler::AdmitPending() {
+  std::lock_guard<std::mutex> deciding(decide_mu_);
   std::vector<ObjectPtr> jobs;
   model::ClusterState state = BuildState(&jobs);
 
@@ -253,10 +273,7 @@ Status Reconciler::AdmitPending() {
     if (!committed->has_value()) continue;  // job gone or replaced
     const model::JobPlacement& held = (*committed)->placement;
     state.Reserve(p.key, p.spec.gpus_per_replica, held);
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      assumed_[p.key] = Assumed{kube::Uid(*p.job), p.spec.gpus_per_replica, held};
-    }
+    Assume((*committed)->object, p.spec.gpus_per_replica, held);
     if ((*committed)->written) {
       ++stats.admitted;
       if (metrics_ != nullptr) metrics_->CountAdmitted(AgeSeconds(*p.job, now));
@@ -316,7 +333,9 @@ StatusOr<std::optional<Reconciler::Committed>> Reconciler::Commit(
     }
     auto existing = model::PlacementOf(*fresh);
     if (existing.ok() && existing->has_value()) {
-      return std::optional<Committed>(Committed{false, **existing});  // placed before: never twice
+      model::JobPlacement stored = **existing;  // placed before: never twice
+      return std::optional<Committed>(
+          Committed{false, std::move(stored), std::move(fresh).value()});
     }
     Json obj = std::move(fresh).value();
     Json status = obj.contains("status") ? obj["status"] : Json::object();
@@ -324,7 +343,8 @@ StatusOr<std::optional<Reconciler::Committed>> Reconciler::Commit(
     obj["status"] = std::move(status);
     auto written = client_->UpdateStatus(Nvl72JobsResource(), ns, obj,
                                          {.field_manager = options_.field_manager});
-    if (written.ok()) return std::optional<Committed>(Committed{true, placement});
+    if (written.ok())
+      return std::optional<Committed>(Committed{true, placement, std::move(written).value()});
     if (!kube::IsConflict(written.status())) return written.status();
   }
   return Status(StatusCode::kConflict, "status of " + ns + "/" + name + " kept changing");
@@ -356,17 +376,25 @@ Status Reconciler::EnsureFinalizer(const Json& job) {
   return r.ok() ? Status::Ok() : r.status();
 }
 
+// Deletion: the job's reservation is released once its pods are asked to go. A deletion with
+// propagationPolicy Orphan keeps them (the garbage collector takes the job's ownerReferences off
+// the pods and the Service; the pods keep using their GPUs as ordinary pods), and a pod the garbage
+// collector has already orphaned is no longer the job's. Background and Foreground deletions delete
+// the pods here as well as in the garbage collector, so a control plane without one loses nothing.
 Status Reconciler::Finalize(const Json& job) {
   const std::string ns = kube::Namespace(job);
   const std::string name = kube::Name(job);
+  const bool orphan = kube::HasFinalizer(job, kube::kOrphanFinalizer);
   Status first_error;
-  for (const auto& pod : store_->PodsOfJob(ns, name)) {
-    if (kube::IsBeingDeleted(*pod)) continue;
+  for (const auto& pod : orphan ? std::vector<ObjectPtr>{} : store_->PodsOfJob(ns, name)) {
+    if (kube::IsBeingDeleted(*pod) || kube::ControllerUid(*pod) != kube::Uid(job)) continue;
     Status s = client_->Delete(kube::kPods, ns, kube::Name(*pod));
     if (!s.ok() && !kube::IsNotFound(s) && first_error.ok()) first_error = s;
   }
-  Status s = client_->Delete(kube::kServices, ns, name);
-  if (!s.ok() && !kube::IsNotFound(s) && first_error.ok()) first_error = s;
+  if (!orphan) {
+    Status s = client_->Delete(kube::kServices, ns, name);
+    if (!s.ok() && !kube::IsNotFound(s) && first_error.ok()) first_error = s;
+  }
   NVL72_RETURN_IF_ERROR(first_error);
 
   auto r = kube::UpdateWithRetry(*client_, Nvl72JobsResource(), ns, name, [&](Json& obj) {
@@ -386,7 +414,9 @@ Status Reconciler::Finalize(const Json& job) {
     assumed_.erase(kube::KeyOf(job));
   }
   NVL72_LOG(kInfo).Job(kube::KeyOf(job)) << "released " << kube::KeyOf(job);
-  Event(job, false, "Released", "Delete", "reservation released; pods deleted");
+  Event(job, false, "Released", "Delete",
+        orphan ? "reservation released; pods orphaned (kept running)"
+               : "reservation released; pods deleted");
   enqueue_(kAdmissionKey);
   return Status::Ok();
 }
@@ -485,6 +515,7 @@ Status Reconciler::ReconcileJob(const std::string& key) {
     model::ClusterState local = BuildLocalState(*job, **stored, in.pods);
     in.state = &local;
     if (!recovery_->Quiet(in)) {
+      std::lock_guard<std::mutex> deciding(decide_mu_);
       model::ClusterState state = BuildState(nullptr);
       std::vector<ObjectPtr> all_pods = store_->Pods();
       in.state = &state;

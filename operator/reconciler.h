@@ -91,11 +91,18 @@ class Reconciler {
   void SetEnqueueAfter(EnqueueAfter fn);
 
  private:
+  // A placement this process wrote (admission, recovery) that the store may not show yet. The store
+  // has caught up once its copy of the job is at least `resource_version` (the version our write
+  // produced), or is another object (uid).
   struct Assumed {
     std::string uid;
     int gpus_per_replica = 0;
     model::JobPlacement placement;
+    std::string resource_version;
   };
+  static bool StoreCaughtUp(const Json& stored, const Assumed& a);
+  // Records a placement written for the job; `written` is the object the API server returned.
+  void Assume(const Json& written, int gpus_per_replica, const model::JobPlacement& placement);
 
   // Placement of a job: status.placement, else an assumed one of the same uid.
   std::optional<model::JobPlacement> EffectivePlacement(const Json& job) const;
@@ -108,6 +115,7 @@ class Reconciler {
   struct Committed {
     bool written = false;          // false: a placement was already stored (adopted)
     model::JobPlacement placement; // the placement now stored
+    Json object;                   // the job as written or read
   };
   // Commits `placement` for the job read as `cached`. Returns the placement now stored (ours, or one
   // found on a fresh read), nullopt if the job is gone/changed/finished, or an error.
@@ -132,6 +140,10 @@ class Reconciler {
   std::unique_ptr<DefragExecutor> defrag_;
   EnqueueAfter enqueue_after_;
 
+  // One placement decision at a time: an admission pass (with its defragmentation plan) and a
+  // recovery each plan on a snapshot and write a placement; two of them at once (two gangs of a
+  // failed rack moving on two workers) would both take the same free nodes.
+  std::mutex decide_mu_;
   mutable std::mutex mu_;
   mutable std::map<std::string, Assumed> assumed_;  // job key -> committed placement
   std::map<std::string, int> priority_classes_;   // name -> value (values are immutable)

@@ -259,6 +259,44 @@ TEST_F(ReconcilerTest, TooBigJobWaitsWithAReasonAndDeletionAdmitsTheNext) {
   EXPECT_EQ(PodsOf("third").size(), 16u);
 }
 
+// `kubectl delete --cascade=orphan`: the API server puts the `orphan` finalizer on the job; the
+// operator releases the reservation and leaves the pods and the Service to the garbage collector,
+// which takes the job's ownerReferences off them.
+TEST_F(ReconcilerTest, OrphanDeletionKeepsThePodsAndReleasesTheReservation) {
+  AddRacks(1);
+  Apply(Job("kept", 8));
+  RunUntilQuiet();
+  ASSERT_EQ(PodsOf("kept").size(), 8u);
+  Mutate(Nvl72JobsResource(), kNs, "kept",
+         [](Json& j) { j["metadata"]["finalizers"].push_back("orphan"); });
+  ASSERT_TRUE(fake_.Delete(Nvl72JobsResource(), kNs, "kept").ok());
+  Enqueue("team/kept");
+  RunUntilQuiet();
+  auto job = fake_.Get(Nvl72JobsResource(), kNs, "kept");
+  ASSERT_TRUE(job.ok()) << "the orphan finalizer (the garbage collector's) still holds it";
+  EXPECT_EQ(job->at("metadata").at("finalizers"), Json::array({"orphan"}));
+  EXPECT_EQ(PodsOf("kept").size(), 8u);
+  for (const auto& pod : PodsOf("kept")) EXPECT_FALSE(kube::IsBeingDeleted(pod));
+  EXPECT_TRUE(fake_.Get(kube::kServices, kNs, "kept").ok());
+}
+
+// A background deletion deletes the job's own pods; a pod the garbage collector already orphaned
+// (no controller reference to this job) is left alone.
+TEST_F(ReconcilerTest, DeletionDeletesOnlyPodsTheJobStillControls) {
+  AddRacks(1);
+  Apply(Job("gone", 4));
+  RunUntilQuiet();
+  ASSERT_EQ(PodsOf("gone").size(), 4u);
+  Mutate(kube::kPods, kNs, "gone-0", [](Json& p) { p["metadata"].erase("ownerReferences"); });
+  ASSERT_TRUE(fake_.Delete(Nvl72JobsResource(), kNs, "gone").ok());
+  Enqueue("team/gone");
+  RunUntilQuiet();
+  EXPECT_FALSE(fake_.Get(Nvl72JobsResource(), kNs, "gone").ok());
+  auto left = PodsOf("gone");
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0]["metadata"]["name"], "gone-0");
+}
+
 TEST_F(ReconcilerTest, HigherPriorityFirstThenCreationTime) {
   AddRacks(1);
   // Seeded with explicit creation times; "late-high" has the highest priority.

@@ -536,6 +536,10 @@ StatusOr<bool> JobRecovery::Reconcile(const RecoveryInput& in) {
       if (kube::IsNotFound(written.status())) return true;
       return written.status();
     }
+    if ((plan.action == RecoveryAction::kReplace || plan.action == RecoveryAction::kMoveGang) &&
+        config_.assume) {
+      config_.assume(*written, in.spec->gpus_per_replica, plan.placement);
+    }
     if (config_.metrics != nullptr) {
       if (auto f = RecoveryFinishedBy(kube::AtPath(job, "/status"), plan, in.now)) {
         config_.metrics->CountRecovery(f->outcome, f->seconds);

@@ -152,6 +152,9 @@ class JobRecovery {
     int master_port = model::kDefaultMasterPort;
     std::string admission_key;  // enqueued when a recovery frees nodes ("" = none)
     Metrics* metrics = nullptr;  // finished recoveries are counted here (may be null)
+    // Told of every placement a plan wrote (Replace, MoveGang), with the job as the API server
+    // returned it, so that the next decision counts it before the cache shows it (may be empty).
+    model::PlacementWritten assume;
   };
   // `client`, `policy` must outlive it; `events` may be null.
   JobRecovery(kube::Client* client, kube::EventRecorder* events,

@@ -99,7 +99,7 @@ TEST_F(RecoveryTest, TwoNodesFailingTogetherGetTwoDistinctSpares) {
   model::JobPlacement before = StartJob(Job("moe", 16));
   SetNotReady(before.ranks[0].node, now_ - seconds(60));
   Mutate(kube::kNodes, "", before.ranks[9].node, [](Json& n) {
-    n["spec"]["taints"] = {{{"key", "node.kubernetes.io/unreachable"}, {"effect", "NoExecute"}}};
+    n["spec"]["taints"] = {{{"key", "example.com/fabric-down"}, {"effect", "NoExecute"}}};
   });
   RunUntilQuiet();
 
@@ -193,6 +193,66 @@ TEST_F(RecoveryTest, NoHealthyNodeInTheDomainWaitsThenMovesTheGang) {
   RunUntilQuiet();
   EXPECT_EQ(Condition("moe", model::kConditionRunning), "True");
   EXPECT_EQ(Condition("moe", model::kConditionRecovering), "False");
+}
+
+// An informer cache that stops showing job updates (Freeze) while nodes and pods stay current: what
+// a second worker sees right after the first one wrote a recovery.
+class JobCacheLag : public ObjectStore {
+ public:
+  explicit JobCacheLag(ObjectStore* inner) : inner_(inner) {}
+  void Freeze() { frozen_ = inner_->Jobs(); }
+  std::vector<ObjectPtr> Jobs() const override { return frozen_; }
+  ObjectPtr Job(const std::string& key) const override {
+    for (const auto& j : frozen_) {
+      if (kube::KeyOf(*j) == key) return j;
+    }
+    return nullptr;
+  }
+  std::vector<ObjectPtr> Pods() const override { return inner_->Pods(); }
+  std::vector<ObjectPtr> PodsOfJob(const std::string& ns, const std::string& n) const override {
+    return inner_->PodsOfJob(ns, n);
+  }
+  std::vector<ObjectPtr> Nodes() const override { return inner_->Nodes(); }
+  ObjectPtr Node(const std::string& name) const override { return inner_->Node(name); }
+
+ private:
+  ObjectStore* inner_;
+  std::vector<ObjectPtr> frozen_;
+};
+
+// A whole rack fails under two gangs. Both move to the one free rack; the second decision is made
+// before the cache shows the first (two workers, a lagging informer). They must not share a node:
+// the operator counts the placement it wrote itself until the cache catches up.
+TEST_F(RecoveryTest, TwoGangsMovedFromAFailedRackNeverShareANode) {
+  AddRacks(2);
+  model::JobPlacement b = StartJob(Job("b", 8, "InPlace", 10));
+  model::JobPlacement c = StartJob(Job("c", 4, "InPlace", 10));
+  const std::string rack = RackOf(b.ranks[0].node);
+  ASSERT_EQ(RackOf(c.ranks[0].node), rack) << "best fit puts both gangs into one rack";
+  for (int i = 0; i < 18; ++i) {
+    SetNotReady(rack + "-node" + (i < 10 ? "0" : "") + std::to_string(i), now_ - seconds(11));
+  }
+  RunUntilQuiet();  // both wait for a node of their own rack (bound 3 x 10 s)
+  now_ += seconds(31);
+
+  JobCacheLag lag(store_.get());
+  Reconciler lagging(
+      &fake_, &lag, nullptr, &metrics_, [](const std::string&) {}, options_,
+      [this] { return now_; });
+  lag.Freeze();
+  ASSERT_TRUE(lagging.ReconcileJob("team/b").ok());
+  ASSERT_TRUE(lagging.ReconcileJob("team/c").ok());  // the cache still shows b in the failed rack
+
+  std::set<std::string> nodes;
+  for (const char* job : {"b", "c"}) {
+    model::JobPlacement moved = PlacementOf(job);
+    for (const auto& r : moved.ranks) {
+      EXPECT_NE(RackOf(r.node), rack) << job;
+      EXPECT_TRUE(nodes.insert(r.node).second)
+          << job << " rank " << r.rank << " on " << r.node << ", a node the other gang holds";
+    }
+  }
+  EXPECT_EQ(nodes.size(), 12u);
 }
 
 TEST_F(RecoveryTest, FailsAfterMaxRecoveries) {
