@@ -63,23 +63,29 @@ api() {  # METHOD PATH [CONTENT-TYPE BODY]
   curl "${args[@]}" "$NVL72_APISERVER_URL$2"
 }
 
-# Node failure of a kwok node: stop kwok heartbeating it, mark it NotReady, taint it unreachable.
-stamp() { date -u +%Y-%m-%dT%H:%M:%SZ; }
-set_ready() {  # NODE True|False
-  local t; t=$(stamp)
-  api PATCH "/api/v1/nodes/$1/status" application/strategic-merge-patch+json \
-    "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"$2\",\"reason\":\"e2e\",\"lastHeartbeatTime\":\"$t\",\"lastTransitionTime\":\"$t\"}]}}" >/dev/null
-}
-taint_unreachable() {
-  api PATCH "/api/v1/nodes/$1" application/merge-patch+json \
-    '{"spec":{"taints":[{"key":"node.kubernetes.io/unreachable","effect":"NoExecute"}]}}' >/dev/null
-}
-stop_kwok() { api PATCH "/api/v1/nodes/$1" application/merge-patch+json '{"metadata":{"annotations":{"kwok.x-k8s.io/node":null}}}' >/dev/null; }
-fail_node() { stop_kwok "$1"; taint_unreachable "$1"; set_ready "$1" False; }
-repair_node() {  # undoes fail_node
-  api PATCH "/api/v1/nodes/$1" application/merge-patch+json \
-    '{"spec":{"taints":null},"metadata":{"annotations":{"kwok.x-k8s.io/node":"fake"}}}' >/dev/null || true
-  set_ready "$1" True || true
+# Node faults the way they happen: a node's kubelet stops heartbeating (`scripts/local-cluster kubelet
+# stop`: its Lease is no longer renewed, kwok no longer runs it), and kube-controller-manager's node
+# lifecycle controller marks it Ready=Unknown about NVL72_NODE_MONITOR_GRACE s after the last
+# heartbeat and taints it node.kubernetes.io/unreachable (NoSchedule at once, NoExecute at its
+# eviction rate). Nothing here writes a condition or a taint.
+#   stop_kubelet NODE...        its heartbeats stop (fail_node is the same)
+#   start_kubelet NODE...       they start again: kwok posts Ready=True, the controller lifts the taints
+#   node_ready NODE             prints the Ready condition's status (True, False, Unknown, or empty)
+#   node_taints NODE            prints its taints, one key:effect a line
+#   wait_node_ready NODE STATUS SECONDS   until Ready is STATUS
+#   node_healthy NODE           Ready=True and no node.kubernetes.io/ taint
+#   repair_node NODE            start_kubelet, then up to 60 s until node_healthy
+stop_kubelet() { "$NVL72_LOCAL_CLUSTER" kubelet stop "$@" --state "$NVL72_CLUSTER_STATE"; }
+start_kubelet() { "$NVL72_LOCAL_CLUSTER" kubelet start "$@" --state "$NVL72_CLUSTER_STATE"; }
+fail_node() { stop_kubelet "$@"; }
+node_ready() { api GET "/api/v1/nodes/$1" | jq -r '(.status.conditions // [])[] | select(.type == "Ready") | .status'; }
+node_taints() { api GET "/api/v1/nodes/$1" | jq -r '(.spec.taints // [])[] | "\(.key):\(.effect)"'; }
+node_is() { [[ $(node_ready "$1") == "$2" ]]; }
+wait_node_ready() { wait_until "$3" node_is "$1" "$2"; }
+node_healthy() { node_is "$1" True && [[ $(node_taints "$1") != *node.kubernetes.io/* ]]; }
+repair_node() {
+  start_kubelet "$1" || true
+  wait_until 60 node_healthy "$1" || log "note: $1 not Ready and untainted 60 s after its kubelet started"
 }
 
 # start_extender BINARY LOGFILE [FLAGS...]: sets ext_pid and ext_port; waits (60 s) for /readyz.

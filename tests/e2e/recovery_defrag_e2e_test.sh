@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # e2e of the node-caused pod failure trigger and of defragmentation (issue 6) on the real local
-# control plane: kube-apiserver + etcd + kwok (4 racks of 18 x 4-GPU nodes), nvl72-operator,
+# control plane: kube-apiserver + etcd + kube-controller-manager + kwok (4 racks of 18 x 4-GPU nodes), nvl72-operator,
 # nvl72-extender and a kube-scheduler serving the nvl72-scheduler profile. The real scheduler binds
 # every pod; nothing is bound by this script.
 #
 #   tests/e2e/recovery_defrag_e2e_test.sh OPERATOR_BINARY EXTENDER_BINARY
-# Env: REC_E2E_STATE=DIR reuses a running cluster (started with --racks 4) instead of starting one;
-#      REC_E2E_LOGS=DIR keeps the operator, extender and scheduler logs.
+# Env: NVL72_CLUSTER_STATE=DIR reuses a running cluster (started with --racks 4) instead of starting
+#      one; REC_E2E_LOGS=DIR keeps the operator, extender and scheduler logs.
 #
 # Checks:
 #  1. a 16-rank Required job "moe" runs; its rank-3 pod is failed by the node (phase Failed, reason
@@ -30,25 +30,16 @@ ext_bin=${2:-${NVL72_EXTENDER_BIN:-$repo/build/rec/scheduler-plugin/nvl72-extend
 
 e2e_name=defrag-e2e
 # shellcheck source=lib.sh
-source "$here/lib.sh"  # log, fail, ok, result, kc, stop_pid
+source "$here/lib.sh"
 
-own_cluster=0
-if [[ -n ${REC_E2E_STATE:-} ]]; then
-  state=$REC_E2E_STATE
-else
-  state=$(mktemp -d /tmp/nvl72-defrag-e2e.XXXXXX)
-  rmdir "$state"
-  own_cluster=1
-  log "starting a local control plane with 4 racks in $state"
-  "$repo/scripts/local-cluster" up --racks 4 --state "$state" >/dev/null
-fi
-# shellcheck disable=SC1091
-source "$state/env"
-ns=defrag-e2e-$(date +%s)  # unique: without a controller-manager a namespace never finishes deleting
+e2e_cluster "$repo"
+ns=defrag-e2e-$(date +%s)
 workdir=$(mktemp -d /tmp/nvl72-defrag-e2e-work.XXXXXX)
-op_pid= ext_pid= sched_pid= failed_nodes=
+op_pid= ext_pid= sched_pid=
 
 cleanup() {
+  # The operator releases the jobs (finalizer); the garbage collector and kwok take their pods.
+  kc -n "$ns" delete nvj --all --wait=true --timeout=30s >/dev/null 2>&1 || true
   stop_pid "$op_pid"
   stop_pid "$sched_pid"
   stop_pid "$ext_pid"
@@ -56,34 +47,11 @@ cleanup() {
     for f in "$workdir"/*.log; do log "--- tail of $f"; tail -n 30 "$f" >&2 || true; done
   fi
   [[ -n ${REC_E2E_LOGS:-} ]] && mkdir -p "$REC_E2E_LOGS" && cp "$workdir"/*.log "$REC_E2E_LOGS"/ 2>/dev/null
-  if ((own_cluster)); then
-    "$repo/scripts/local-cluster" down --state "$state" >/dev/null 2>&1 || true
-  else
-    # A reused cluster gets its capacity back: no controller-manager deletes namespaces, so delete the
-    # pods, release the job (the operator is gone: drop its finalizer) and repair the failed nodes.
-    kc -n "$ns" delete pods --all --force --grace-period=0 >/dev/null 2>&1 || true
-    local j
-    for j in $(kc -n "$ns" get nvj -o name 2>/dev/null); do
-      kc -n "$ns" patch "$j" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1 || true
-    done
-    kc -n "$ns" delete nvj --all --wait=false >/dev/null 2>&1 || true
-    local n
-    for n in ${failed_nodes:-}; do
-      api PATCH "/api/v1/nodes/$n" application/merge-patch+json \
-        '{"spec":{"taints":null},"metadata":{"annotations":{"kwok.x-k8s.io/node":"fake"}}}' >/dev/null || true
-      set_ready "$n" True || true
-    done
-    kc delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
-  fi
+  kc delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
+  e2e_cluster_down "$repo"
   rm -rf "$workdir"
 }
 trap cleanup EXIT
-
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_until() {  # TIMEOUT_S CMD...
-  local deadline=$(($(date +%s) + $1)); shift
-  until "$@"; do (($(date +%s) < deadline)) || return 1; sleep 0.1; done
-}
 now_ns() { date +%s%N; }
 ms_since() { echo $((($(now_ns) - $1) / 1000000)); }
 
@@ -92,42 +60,17 @@ log "namespace, CRD, extender, nvl72 kube-scheduler, operator"
 kc create namespace "$ns" >/dev/null
 kc apply -f "$repo/crds/nvl72jobs.nvl72.dev.yaml" >/dev/null
 kc wait --for condition=established --timeout=60s crd/nvl72jobs.nvl72.dev >/dev/null
-
-ext_port=$(free_port)
-"$ext_bin" --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$ext_port" --spares-per-domain 2 \
-  >"$workdir/extender.log" 2>&1 &
-ext_pid=$!
-wait_until 60 curl -sf "http://127.0.0.1:$ext_port/readyz" -o /dev/null || { fail "extender not ready"; exit 1; }
-sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#EXTENDER_URL#http://127.0.0.1:$ext_port#" \
-  -e "s#LEADER_ELECT#false#" "$repo/scheduler-plugin/scheduler-config.yaml" >"$workdir/nvl72-scheduler.yaml"
-"$NVL72_KUBE_SCHEDULER" --config="$workdir/nvl72-scheduler.yaml" --secure-port="$(free_port)" \
-  --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
-  --authorization-kubeconfig="$KUBECONFIG" >"$workdir/nvl72-scheduler.log" 2>&1 &
-sched_pid=$!
-
-health_port=$(free_port)
-"$op_bin" --kubeconfig "$KUBECONFIG" --namespace "$ns" --metrics-addr "127.0.0.1:$(free_port)" \
-  --health-addr "127.0.0.1:$health_port" --admission-resync-seconds 5 --log-level info \
+start_extender "$ext_bin" "$workdir/extender.log" || { fail "extender not ready"; exit 1; }
+start_nvl72_scheduler "$repo" "$workdir" "$workdir/nvl72-scheduler.log"
+start_operator "$op_bin" "$ns" "$workdir/operator.log" --admission-resync-seconds 5 --log-level info \
   --defrag-max-concurrent-moves 2 --defrag-min-interval-seconds 5 --defrag-cooldown-seconds 300 \
-  --defrag-grace-seconds 2 \
-  >"$workdir/operator.log" 2>&1 &
-op_pid=$!
-wait_until 60 curl -fs "http://127.0.0.1:$health_port/readyz" -o /dev/null || { fail "operator not ready"; exit 1; }
+  --defrag-grace-seconds 2 || { fail "operator not ready"; exit 1; }
 kill -0 "$sched_pid" 2>/dev/null || { fail "nvl72 kube-scheduler exited"; exit 1; }
 ok "extender, nvl72 kube-scheduler and operator running"
 
 # ------------------------------------------------------------------------------------------------
 # helpers. The timed paths talk to the API server with curl (kubectl takes seconds to start on a
 # loaded machine, which would swamp the numbers).
-api() {  # METHOD PATH [CONTENT-TYPE BODY]
-  local args=(-s --cacert "$NVL72_CA_FILE" -H "Authorization: Bearer $NVL72_TOKEN" -X "$1")
-  [[ $# -ge 4 ]] && args+=(-H "Content-Type: $3" --data-binary "$4")
-  curl "${args[@]}" "$NVL72_APISERVER_URL$2"
-}
-api_watch() {  # PATH: a watch stream that ends by itself after 60 s
-  curl -sN --max-time 60 --cacert "$NVL72_CA_FILE" -H "Authorization: Bearer $NVL72_TOKEN" \
-    "$NVL72_APISERVER_URL$1&timeoutSeconds=60"
-}
 job_json() { api GET "/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/moe"; }
 node_of_rank() { job_json | jq -r --argjson r "$1" '.status.placement.ranks[]? | select(.rank == $r) | .node'; }
 recoveries() { job_json | jq -r '.status.recoveries // empty'; }
@@ -150,23 +93,6 @@ one_pod_per_rank() {
   [[ $(wc -l <<<"$t") == 16 && $(awk '{print $1}' <<<"$t" | sort -u | wc -l) == 16 ]]
 }
 rack_of() { echo "${1%%-*}"; }
-stamp() { date -u +%Y-%m-%dT%H:%M:%SZ; }
-set_ready() {  # NODE True|False
-  local t; t=$(stamp)
-  api PATCH "/api/v1/nodes/$1/status" application/strategic-merge-patch+json \
-    "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"$2\",\"reason\":\"e2e\",\"lastHeartbeatTime\":\"$t\",\"lastTransitionTime\":\"$t\"}]}}" >/dev/null
-}
-taint_unreachable() {
-  api PATCH "/api/v1/nodes/$1" application/merge-patch+json \
-    '{"spec":{"taints":[{"key":"node.kubernetes.io/unreachable","effect":"NoExecute"}]}}' >/dev/null
-}
-stop_kwok() {
-  api PATCH "/api/v1/nodes/$1" application/merge-patch+json '{"metadata":{"annotations":{"kwok.x-k8s.io/node":null}}}' >/dev/null
-}
-start_kwok() {
-  api PATCH "/api/v1/nodes/$1" application/merge-patch+json '{"metadata":{"annotations":{"kwok.x-k8s.io/node":"fake"}}}' >/dev/null
-}
-
 # ------------------------------------------------------------------------------------------------
 
 job_yaml() {  # NAME REPLICAS PREEMPTIBLE
