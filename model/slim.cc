@@ -90,13 +90,17 @@ void SlimContainers(Json& spec, const char* field, std::string_view gpu_resource
   }
 }
 
-// Metadata an informer and our code need; the rest (generateName, ownerReferences, timestamps,
-// finalizers) is never read from a cached pod or node.
+// Metadata an informer and our code need; the rest (generateName, timestamps, finalizers) is never
+// read from a cached pod or node. Of ownerReferences only uid and controller stay: a job's deletion
+// deletes only the pods it still controls (kube::ControllerUid).
 void SlimMetadata(Json& obj) {
   auto md = obj.find("metadata");
   if (md == obj.end()) return;
   KeepOnly(*md, {"name", "namespace", "uid", "resourceVersion", "labels", "annotations",
-                 "deletionTimestamp", "deletionGracePeriodSeconds"});
+                 "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences"});
+  if (auto refs = md->find("ownerReferences"); refs != md->end() && refs->is_array()) {
+    for (auto& ref : *refs) KeepOnly(ref, {"uid", "controller"});
+  }
 }
 
 }  // namespace

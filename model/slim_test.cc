@@ -89,7 +89,8 @@ TEST(SlimTest, PodKeepsWhatPlacementReadsAndDropsTheRest) {
   SlimPod(slim, Options());
   EXPECT_EQ(slim["metadata"], Json::parse(R"({"name": "moe-3", "namespace": "team", "uid": "u-1",
       "resourceVersion": "42", "labels": {"nvl72.dev/job": "moe", "nvl72.dev/rank": "3"},
-      "annotations": {"nvl72.dev/node": "a0"}})"));
+      "annotations": {"nvl72.dev/node": "a0"},
+      "ownerReferences": [{"uid": "j-1", "controller": true}]})"));
   EXPECT_EQ(slim["spec"], Json::parse(R"({"nodeName": "a0", "schedulerName": "nvl72-scheduler",
       "priority": 100, "terminationGracePeriodSeconds": 30,
       "initContainers": [{"name": "init", "restartPolicy": "Always",

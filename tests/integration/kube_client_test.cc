@@ -111,12 +111,15 @@ class KubeIntegrationTest : public ::testing::Test {
     c.token = token;
     return NewClient(c);
   }
+  // The test's ConfigMaps carry the label it=yes; informers and lists select on it, because
+  // kube-controller-manager puts its own ConfigMap kube-root-ca.crt into every namespace.
+  static constexpr const char* kItSelector = "it=yes";
   Json ConfigMap(const std::string& name, const std::string& value = "v") {
     return {{"metadata", {{"name", name}, {"labels", {{"it", "yes"}}}}}, {"data", {{"k", value}}}};
   }
   // Keys and resourceVersions of a fresh list == those in the informer cache.
   void ExpectCacheEqualsList(const Informer& inf, const ResourceRef& r) {
-    auto list = ListAll(*client_, r, ns_, {});
+    auto list = ListAll(*client_, r, ns_, {.label_selector = kItSelector});
     ASSERT_TRUE(list.ok()) << list.status();
     std::map<std::string, std::string> want, got;
     for (const Json& o : list->items) want[KeyOf(o)] = ResourceVersion(o);
@@ -124,7 +127,7 @@ class KubeIntegrationTest : public ::testing::Test {
     EXPECT_EQ(got, want);
   }
   bool CacheEqualsList(const Informer& inf, const ResourceRef& r) {
-    auto list = ListAll(*client_, r, ns_, {});
+    auto list = ListAll(*client_, r, ns_, {.label_selector = kItSelector});
     if (!list.ok()) return false;
     std::map<std::string, std::string> want, got;
     for (const Json& o : list->items) want[KeyOf(o)] = ResourceVersion(o);
@@ -385,7 +388,8 @@ TEST_F(KubeIntegrationTest, WatchFromExpiredResourceVersionIsGoneAndInformerReli
   EXPECT_EQ(HttpCode(gone), 410);
 
   StaleFirstWatchClient stale(client_.get());
-  Informer inf(&stale, RealClock(), InformerOptions{.resource = kConfigMaps, .ns = ns_});
+  Informer inf(&stale, RealClock(),
+               InformerOptions{.resource = kConfigMaps, .ns = ns_, .label_selector = kItSelector});
   inf.Start();
   ASSERT_TRUE(inf.WaitForSync(30s));
   ASSERT_TRUE(Eventually([&] { return inf.Stats().relists >= 1; }, 30s));
@@ -405,7 +409,10 @@ TEST_F(KubeIntegrationTest, InformerSurvivesApiserverRestartWithoutLosingEvents)
   ASSERT_TRUE(std::filesystem::exists(script)) << script;
 
   Informer inf(client_.get(), RealClock(),
-               InformerOptions{.resource = kConfigMaps, .ns = ns_, .initial_backoff = 200ms,
+               InformerOptions{.resource = kConfigMaps,
+                               .ns = ns_,
+                               .label_selector = kItSelector,
+                               .initial_backoff = 200ms,
                                .max_backoff = 2s});
   std::atomic<int> adds{0}, deletes{0};
   inf.AddEventHandler(EventHandlers{[&](const ObjectPtr&) { ++adds; }, nullptr,
@@ -715,6 +722,7 @@ TEST_F(KubeIntegrationTest, TokenRevokedWhileAnInformerRunsIsReportedAndTheCache
   InformerOptions o;
   o.resource = kConfigMaps;
   o.ns = ns_;
+  o.label_selector = kItSelector;
   o.watch_timeout_seconds = 1;  // watches end every second, so the revocation is seen at once
   o.initial_backoff = std::chrono::milliseconds(100);
   o.max_backoff = std::chrono::milliseconds(500);
