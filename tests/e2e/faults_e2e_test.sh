@@ -76,7 +76,7 @@ cleanup() {
   e2e_stop_all
   if ((own_cluster)); then
     "$lc" down --state "$state" >/dev/null 2>&1
-  else # a shared cluster gets its capacity back (no controller-manager deletes namespaces' content)
+  else # a shared cluster gets its capacity back at once (not when the namespace is finally gone)
     kc -n "$ns" get nvj -o name 2>/dev/null | while read -r j; do
       kc -n "$ns" patch "$j" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
     done

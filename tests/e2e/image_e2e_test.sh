@@ -88,8 +88,8 @@ ok "image: nvl72-operator, nvl72-extender, kubectl-nvl72 run as uid 65532 read-o
 # shellcheck disable=SC1091
 source "$state/env"
 ok "local control plane at $NVL72_APISERVER_URL (2 racks)"
-# The chart provides the CRD, the ServiceAccounts and RBAC (its Deployments never start here: the
-# local control plane has no controller-manager); the operator runs as a container instead.
+# The chart provides the CRD, the ServiceAccounts and RBAC (its Deployments' pods never run here: no
+# kube-scheduler places them and kwok runs no containers); the operator runs as a container instead.
 helm install "$rel" "$root/charts/nvl72-operator" -n "$ns" --create-namespace --set "image.repository=${image%:*}" \
   --set "image.tag=${image##*:}" >/dev/null || fail "helm install"
 kubectl wait --for=condition=Established --timeout=30s crd/nvl72jobs.nvl72.dev >/dev/null || fail "CRD not established"

@@ -36,7 +36,7 @@ source "$here/lib.sh"
 
 chart=$repo/charts/nvl72-operator
 workdir=$(mktemp -d /tmp/nvl72-prom-e2e-work.XXXXXX)
-ns=prom-e2e-$(date +%s)-$$  # unique: without a controller-manager a namespace never finishes deleting
+ns=prom-e2e-$(date +%s)-$$  # unique: a namespace of an earlier run may still be terminating
 op_pid= ext_pid= sched_pid= prom_pid= failed_node=
 
 cleanup() {
