@@ -37,18 +37,7 @@ kc apply -f "$repo/crds/nvl72jobs.nvl72.dev.yaml" >/dev/null
 kc wait --for condition=established --timeout=60s crd/nvl72jobs.nvl72.dev >/dev/null
 start_operator "$op_bin" "$ns" "$workdir/operator.log" --admission-resync-seconds 5 || { fail "operator not ready"; exit 1; }
 
-job() {  # NAME REPLICAS
-  kc -n "$ns" apply -f - >/dev/null <<YAML
-apiVersion: nvl72.dev/v1alpha1
-kind: NVL72Job
-metadata: {name: $1}
-spec:
-  replicas: $2
-  gpusPerReplica: 4
-  topology: {mode: Required}
-  template: {spec: {containers: [{name: c, image: busybox}]}}
-YAML
-}
+job() { nvl72_job "$1" "$2" | kc -n "$ns" apply -f - >/dev/null; }
 job_path() { echo "/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/$1"; }
 job_exists() { [[ $(api GET "$(job_path "$1")" | jq -r '.kind') == NVL72Job ]]; }
 job_gone() { ! job_exists "$1"; }

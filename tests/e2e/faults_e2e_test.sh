@@ -348,19 +348,7 @@ if [[ ${line%$'\r'} == "HTTP/1.1 400"* ]] && e2e_wait_url 5 "http://127.0.0.1:$o
 else
   fail "operator health port after garbage: reply '${line%$'\r'}', healthz or process gone"
 fi
-job() { # NAME REPLICAS
-  cat <<YAML
----
-apiVersion: nvl72.dev/v1alpha1
-kind: NVL72Job
-metadata: {name: $1}
-spec:
-  replicas: $2
-  gpusPerReplica: 4
-  topology: {mode: Required}
-  template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: 100m}}}]}}
-YAML
-}
+job() { nvl72_job "$1" "$2"; }  # NAME REPLICAS
 jobs_state() { kc -n "$ns" get nvj -o jsonpath='{range .items[*]}{.metadata.name} {.status.state}{"\n"}{end}'; }
 # "pod planned-node node phase" of every pod of the namespace
 pods_table() {

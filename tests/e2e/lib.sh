@@ -88,6 +88,16 @@ repair_node() {
   wait_until 60 node_healthy "$1" || log "note: $1 not Ready and untainted 60 s after its kubelet started"
 }
 
+# nvl72_job NAME REPLICAS [RECOVERY]: prints the manifest of a Required NVL72Job of 4-GPU ranks (one
+# container, 100m CPU); RECOVERY is spec.recovery as a YAML flow map, e.g.
+# '{policy: InPlace, notReadyGraceSeconds: 10}' (default: none, the CRD's defaults).
+nvl72_job() {
+  printf -- '---\napiVersion: nvl72.dev/v1alpha1\nkind: NVL72Job\nmetadata: {name: %s}\nspec:\n' "$1"
+  printf '  replicas: %s\n  gpusPerReplica: 4\n  topology: {mode: Required}\n' "$2"
+  [[ -z ${3:-} ]] || printf '  recovery: %s\n' "$3"
+  printf '  template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: 100m}}}]}}\n'
+}
+
 # start_extender BINARY LOGFILE [FLAGS...]: sets ext_pid and ext_port; waits (60 s) for /readyz.
 start_extender() {
   local bin=$1 logfile=$2; shift 2

@@ -62,19 +62,7 @@ start_nvl72_scheduler "$repo" "$workdir" "$workdir/nvl72-scheduler.log"
 start_operator "$op_bin" "$ns" "$workdir/operator.log" --admission-resync-seconds 5 --log-level info ||
   { fail "operator not ready"; exit 1; }
 
-job() {  # NAME REPLICAS
-  cat <<YAML
-apiVersion: nvl72.dev/v1alpha1
-kind: NVL72Job
-metadata: {name: $1}
-spec:
-  replicas: $2
-  gpusPerReplica: 4
-  topology: {mode: Required}
-  recovery: {policy: InPlace, notReadyGraceSeconds: 5, waitForDomainSeconds: 5, maxRecoveries: 5}
-  template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: 100m}}}]}}
-YAML
-}
+job() { nvl72_job "$1" "$2" '{policy: InPlace, notReadyGraceSeconds: 5, waitForDomainSeconds: 5, maxRecoveries: 5}'; }
 job_json() { api GET "/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/$1"; }
 job_racks() { job_json "$1" | jq -r '.status.placement.ranks[]?.node' | cut -d- -f1 | sort -u | tr '\n' ' ' | sed 's/ $//'; }
 # Ranks of JOB Running on their planned nodes, live: prints the count.

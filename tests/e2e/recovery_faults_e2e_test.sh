@@ -92,18 +92,7 @@ now_us() { echo "${EPOCHREALTIME/./}"; }
 ms_since() { echo $((($(now_us) - $1) / 1000)); }
 rack_of() { echo "${1%%-*}"; }
 job_yaml() {  # NAME REPLICAS
-  cat <<YAML
----
-apiVersion: nvl72.dev/v1alpha1
-kind: NVL72Job
-metadata: {name: $1}
-spec:
-  replicas: $2
-  gpusPerReplica: 4
-  topology: {mode: Required}
-  recovery: {policy: InPlace, notReadyGraceSeconds: 10, waitForDomainSeconds: 8, maxRecoveries: 5}
-  template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: 100m}}}]}}
-YAML
+  nvl72_job "$1" "$2" '{policy: InPlace, notReadyGraceSeconds: 10, waitForDomainSeconds: 8, maxRecoveries: 5}'
 }
 jobj() { api GET "/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/$1"; }
 node_of_rank() { jobj "$1" | jq -r --argjson r "$2" '.status.placement.ranks[]? | select(.rank == $r) | .node'; }
