@@ -49,7 +49,7 @@ trap cleanup EXIT
 
 nodes=$((racks * 18))
 log "local control plane with $racks racks ($nodes kwok nodes)"
-"$root/scripts/local-cluster" up --racks "$racks" --state "$state" >/dev/null
+"$root/scripts/local-cluster" up --racks "$racks" --node-monitor-grace 40 --state "$state" >/dev/null
 # shellcheck disable=SC1091
 source "$state/env"
 kc apply -f "$root/crds/" >/dev/null

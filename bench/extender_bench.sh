@@ -78,7 +78,7 @@ cleanup2() {
   rm -rf "$state" "$out"
 }
 trap cleanup2 EXIT
-"$lc" up --racks "$racks" --state "$state" >/dev/null
+"$lc" up --racks "$racks" --node-monitor-grace 40 --state "$state" >/dev/null
 # shellcheck disable=SC1091
 source "$state/env"
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

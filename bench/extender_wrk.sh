@@ -66,7 +66,7 @@ trap 'exit 130' INT TERM
 
 if ((own_cluster)); then
   log "starting a local control plane with $racks racks ($((racks * 18)) nodes) in $state"
-  "$lc" up --racks "$racks" --state "$state" >/dev/null
+  "$lc" up --racks "$racks" --node-monitor-grace 40 --state "$state" >/dev/null
 fi
 # shellcheck disable=SC1091
 source "$state/env"

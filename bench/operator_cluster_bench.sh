@@ -48,7 +48,7 @@ cleanup() {
 trap cleanup EXIT
 
 log "local control plane with $racks racks ($((racks * 18)) kwok nodes)"
-"$root/scripts/local-cluster" up --racks "$racks" --state "$state" >/dev/null
+"$root/scripts/local-cluster" up --racks "$racks" --node-monitor-grace 40 --state "$state" >/dev/null
 # shellcheck disable=SC1091
 source "$state/env"
 kc apply -f "$root/crds/" >/dev/null
