@@ -32,9 +32,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-kc create namespace "$ns" >/dev/null
-kc apply -f "$repo/crds/nvl72jobs.nvl72.dev.yaml" >/dev/null
-kc wait --for condition=established --timeout=60s crd/nvl72jobs.nvl72.dev >/dev/null
+e2e_namespace "$repo" "$ns" || { fail "namespace $ns not ready"; exit 1; }
 start_operator "$op_bin" "$ns" "$workdir/operator.log" --admission-resync-seconds 5 || { fail "operator not ready"; exit 1; }
 
 job() { nvl72_job "$1" "$2" | kc -n "$ns" apply -f - >/dev/null; }

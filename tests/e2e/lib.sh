@@ -88,6 +88,16 @@ repair_node() {
   wait_until 60 node_healthy "$1" || log "note: $1 not Ready and untainted 60 s after its kubelet started"
 }
 
+# e2e_namespace REPO NS: creates namespace NS, installs the NVL72Job CRD (waits until it is served)
+# and waits for NS's default ServiceAccount (the ServiceAccount admission plugin refuses pods until
+# kube-controller-manager has made it).
+e2e_namespace() {
+  kc create namespace "$2" >/dev/null
+  kc apply -f "$1/crds/nvl72jobs.nvl72.dev.yaml" >/dev/null
+  kc wait --for condition=established --timeout=60s crd/nvl72jobs.nvl72.dev >/dev/null
+  wait_until 60 kc -n "$2" get serviceaccount default -o name >/dev/null 2>&1
+}
+
 # nvl72_job NAME REPLICAS [RECOVERY]: prints the manifest of a Required NVL72Job of 4-GPU ranks (one
 # container, 100m CPU); RECOVERY is spec.recovery as a YAML flow map, e.g.
 # '{policy: InPlace, notReadyGraceSeconds: 10}' (default: none, the CRD's defaults).

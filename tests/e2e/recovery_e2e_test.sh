@@ -60,9 +60,7 @@ ms_since() { echo $((($(now_ns) - $1) / 1000000)); }
 
 # ------------------------------------------------------------------------------------------------
 log "namespace, CRD, extender, nvl72 kube-scheduler, operator (Kubernetes $NVL72_K8S_VERSION)"
-kc create namespace "$ns" >/dev/null
-kc apply -f "$repo/crds/nvl72jobs.nvl72.dev.yaml" >/dev/null
-kc wait --for condition=established --timeout=60s crd/nvl72jobs.nvl72.dev >/dev/null
+e2e_namespace "$repo" "$ns" || { fail "namespace $ns not ready"; exit 1; }
 start_extender "$ext_bin" "$workdir/extender.log" || { fail "extender not ready"; exit 1; }
 start_nvl72_scheduler "$repo" "$workdir" "$workdir/nvl72-scheduler.log"
 start_op() {  # LOGFILE
