@@ -11,25 +11,34 @@ namespace {
 
 size_t Idx(int32_t id) { return static_cast<size_t>(id); }
 
-// Node can take a rank or pod of `gpus` GPUs.
+// Node can take a single pod of `gpus` GPUs.
 bool Fits(const Node& n, int gpus) { return n.Schedulable() && n.FreeGpus() >= gpus; }
+// Node can take a rank of `r`.
+bool FitsRank(const Snapshot& s, NodeId id, const GangRequest& r) {
+  return Eligible(s, id, r) && s.nodes[Idx(id)].FreeGpus() >= r.gpus_per_replica;
+}
 
 // Mutable view of free GPUs while a gang is being laid out, so a policy can place rank by rank
 // without copying the snapshot. Also remembers which nodes hold a rank of this gang already.
 class Scratch {
  public:
-  Scratch(const Snapshot& s, int reserve) : s_(s), taken_(s.nodes.size(), false), reserve_(reserve) {}
+  Scratch(const Snapshot& s, const GangRequest& r, int reserve)
+      : s_(s), r_(r), taken_(s.nodes.size(), false), reserve_(reserve) {}
   int reserve() const { return reserve_; }
-  bool Usable(NodeId id, int gpus) const { return !taken_[Idx(id)] && Fits(s_.nodes[Idx(id)], gpus); }
+  // A rank of the gang may go to `id` (the gang's own GPUs per rank).
+  bool Usable(NodeId id) const { return !taken_[Idx(id)] && FitsRank(s_, id, r_); }
   void Take(NodeId id) { taken_[Idx(id)] = true; }
 
  private:
   const Snapshot& s_;
+  const GangRequest& r_;
   std::vector<bool> taken_;
   int reserve_;  // spare nodes per domain this placement must leave
 };
 
-int HeldBack(const Snapshot& s, DomainId dom, int reserve) { return HeldBackSpares(s, dom, reserve); }
+int HeldBack(const Snapshot& s, DomainId dom, int reserve) {
+  return HeldBackSpares(s, dom, reserve);
+}
 
 std::string Plural(int n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
@@ -42,11 +51,12 @@ GangDecision PlaceInOrder(const Snapshot& s, const GangRequest& r, std::vector<N
   GangDecision d;
   for (NodeId id : order) {
     if (static_cast<int>(d.placement.rank_nodes.size()) == r.replicas) break;
-    if (Fits(s.nodes[Idx(id)], r.gpus_per_replica)) d.placement.rank_nodes.push_back(id);
+    if (FitsRank(s, id, r)) d.placement.rank_nodes.push_back(id);
   }
   if (static_cast<int>(d.placement.rank_nodes.size()) < r.replicas) {
-    d.reason = "needs " + Plural(r.replicas, "node") + " with " + std::to_string(r.gpus_per_replica) +
-               " free GPUs; only " + std::to_string(d.placement.rank_nodes.size()) + " in the cluster";
+    d.reason = "needs " + Plural(r.replicas, "node") + " with " +
+               std::to_string(r.gpus_per_replica) + " free GPUs; only " +
+               std::to_string(d.placement.rank_nodes.size()) + " in the cluster";
     d.placement.rank_nodes.clear();
     return d;
   }
@@ -59,7 +69,8 @@ class SpreadPolicy final : public PlacementPolicy {
   std::string_view Name() const override { return "spread"; }
 
   GangDecision PlaceGang(const Snapshot& s, const GangRequest& r) const override {
-    if (auto err = ValidateGangRequest(r); !err.empty()) return {false, {}, "invalid request: " + err};
+    if (auto err = ValidateGangRequest(r); !err.empty())
+      return {false, {}, "invalid request: " + err};
     std::vector<NodeId> order(s.nodes.size());
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](NodeId a, NodeId b) {
@@ -83,7 +94,8 @@ class FirstFitPolicy final : public PlacementPolicy {
   std::string_view Name() const override { return "first-fit"; }
 
   GangDecision PlaceGang(const Snapshot& s, const GangRequest& r) const override {
-    if (auto err = ValidateGangRequest(r); !err.empty()) return {false, {}, "invalid request: " + err};
+    if (auto err = ValidateGangRequest(r); !err.empty())
+      return {false, {}, "invalid request: " + err};
     std::vector<NodeId> order(s.nodes.size());
     std::iota(order.begin(), order.end(), 0);
     return PlaceInOrder(s, r, std::move(order));
@@ -106,7 +118,8 @@ class DomainBestFit : public PlacementPolicy {
   DomainBestFit(int spares, SpareReserve mode) : spares_(spares), mode_(mode) {}
 
   GangDecision PlaceGang(const Snapshot& s, const GangRequest& r) const override {
-    if (auto err = ValidateGangRequest(r); !err.empty()) return {false, {}, "invalid request: " + err};
+    if (auto err = ValidateGangRequest(r); !err.empty())
+      return {false, {}, "invalid request: " + err};
     GangDecision d = PlaceWithReserve(s, r, spares_);
     // A preemptible gang may borrow the reserve: recovery evicts it when it needs the nodes back.
     // Under a soft reserve any gang that fits nowhere else takes it rather than wait.
@@ -127,15 +140,15 @@ class DomainBestFit : public PlacementPolicy {
 
  private:
   GangDecision PlaceWithReserve(const Snapshot& s, const GangRequest& r, int reserve) const {
-    Scratch scratch(s, reserve);
+    Scratch scratch(s, r, reserve);
     GangDecision d;
     d.placement.rank_nodes.reserve(static_cast<size_t>(r.replicas));
     const int seg = r.EffectiveSegmentSize();
     for (int first = 0; first < r.replicas; first += seg) {
       const int want = std::min(seg, r.replicas - first);
       std::vector<NodeId> picked;
-      if (!PlaceSegment(s, r, want, scratch, picked)) {
-        if (r.mode == TopologyMode::kRequired || !PlaceSpanning(s, r, want, scratch, picked)) {
+      if (!PlaceSegment(s, want, scratch, picked)) {
+        if (r.mode == TopologyMode::kRequired || !PlaceSpanning(s, want, scratch, picked)) {
           d.reason = WaitReason(s, r, want, reserve);
           d.placement.rank_nodes.clear();
           return d;
@@ -147,17 +160,16 @@ class DomainBestFit : public PlacementPolicy {
     return d;
   }
 
-  // Ranks of `gpus` GPUs domain `dom` can still take for this gang: nodes with room that are not
+  // Ranks domain `dom` can still take for this gang: nodes with room that are not
   // empty, plus empty nodes beyond the spare reserve. Nodes this gang already took are not Usable,
   // so the reserve always applies to what remains.
-  int Capacity(const Snapshot& s, DomainId dom, int gpus, const Scratch& scratch) const {
-    return Capacity(s, dom, gpus, scratch, scratch.reserve());
+  int Capacity(const Snapshot& s, DomainId dom, const Scratch& scratch) const {
+    return Capacity(s, dom, scratch, scratch.reserve());
   }
-  int Capacity(const Snapshot& s, DomainId dom, int gpus, const Scratch& scratch,
-               int reserve) const {
+  int Capacity(const Snapshot& s, DomainId dom, const Scratch& scratch, int reserve) const {
     int partial = 0, empty = 0;
     for (NodeId id : s.domains[Idx(dom)].nodes) {
-      if (!scratch.Usable(id, gpus)) continue;
+      if (!scratch.Usable(id)) continue;
       const Node& n = s.nodes[Idx(id)];
       if (n.Empty() && !n.gang_reserved) {
         ++empty;
@@ -175,12 +187,12 @@ class DomainBestFit : public PlacementPolicy {
   // even if that takes the domain's spares: an exact fit strands nothing, while keeping the spares
   // would send the segment to break up another domain (measured in docs/simulator.md). Ties go to
   // the lower domain index.
-  bool PlaceSegment(const Snapshot& s, const GangRequest& r, int want, Scratch& scratch,
+  bool PlaceSegment(const Snapshot& s, int want, Scratch& scratch,
                     std::vector<NodeId>& picked) const {
     if (mode_ == SpareReserve::kSoft && scratch.reserve() > 0) {
       for (DomainId dom = 0; dom < static_cast<DomainId>(s.domains.size()); ++dom) {
-        if (Capacity(s, dom, r.gpus_per_replica, scratch, 0) == want) {
-          TakeFromDomain(s, dom, r.gpus_per_replica, want, scratch, picked, 0);
+        if (Capacity(s, dom, scratch, 0) == want) {
+          TakeFromDomain(s, dom, want, scratch, picked, 0);
           return true;
         }
       }
@@ -188,25 +200,25 @@ class DomainBestFit : public PlacementPolicy {
     DomainId best = kNoDomain;
     int best_left = std::numeric_limits<int>::max();
     for (DomainId dom = 0; dom < static_cast<DomainId>(s.domains.size()); ++dom) {
-      const int cap = Capacity(s, dom, r.gpus_per_replica, scratch);
+      const int cap = Capacity(s, dom, scratch);
       if (cap >= want && cap - want < best_left) {
         best = dom;
         best_left = cap - want;
       }
     }
     if (best == kNoDomain) return false;
-    TakeFromDomain(s, best, r.gpus_per_replica, want, scratch, picked, scratch.reserve());
+    TakeFromDomain(s, best, want, scratch, picked, scratch.reserve());
     return true;
   }
 
   // Takes `want` ranks from `dom`: partially used nodes with the tightest fit first, then empty
   // nodes from the front of the domain (the reserve designates the last ones as spares).
   // Returns how many it took.
-  int TakeFromDomain(const Snapshot& s, DomainId dom, int gpus, int want, Scratch& scratch,
+  int TakeFromDomain(const Snapshot& s, DomainId dom, int want, Scratch& scratch,
                      std::vector<NodeId>& picked, int reserve) const {
     std::vector<NodeId> partial, empty;
     for (NodeId id : s.domains[Idx(dom)].nodes) {
-      if (!scratch.Usable(id, gpus)) continue;
+      if (!scratch.Usable(id)) continue;
       const Node& n = s.nodes[Idx(id)];
       (n.Empty() && !n.gang_reserved ? empty : partial).push_back(id);
     }
@@ -232,44 +244,45 @@ class DomainBestFit : public PlacementPolicy {
 
   // Preferred / Unconstrained fallback: fill the domains with the most capacity first, so the
   // segment spans as few domains as possible.
-  bool PlaceSpanning(const Snapshot& s, const GangRequest& r, int want, Scratch& scratch,
+  bool PlaceSpanning(const Snapshot& s, int want, Scratch& scratch,
                      std::vector<NodeId>& picked) const {
     std::vector<std::pair<int, DomainId>> caps;
     int total = 0;
     for (DomainId dom = 0; dom < static_cast<DomainId>(s.domains.size()); ++dom) {
-      const int cap = Capacity(s, dom, r.gpus_per_replica, scratch);
+      const int cap = Capacity(s, dom, scratch);
       if (cap > 0) caps.emplace_back(cap, dom);
       total += cap;
     }
     if (total < want) return false;
-    std::stable_sort(caps.begin(), caps.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::stable_sort(caps.begin(), caps.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
     int left = want;
     for (const auto& [cap, dom] : caps) {
       if (left == 0) break;
-      left -= TakeFromDomain(s, dom, r.gpus_per_replica, std::min(cap, left), scratch, picked,
-                             scratch.reserve());
+      left -= TakeFromDomain(s, dom, std::min(cap, left), scratch, picked, scratch.reserve());
     }
     return left == 0;
   }
 
   std::string WaitReason(const Snapshot& s, const GangRequest& r, int want, int reserve) const {
-    Scratch fresh(s, reserve);
+    Scratch fresh(s, r, reserve);
     int best = 0, total = 0;
     DomainId best_dom = kNoDomain;
     for (DomainId dom = 0; dom < static_cast<DomainId>(s.domains.size()); ++dom) {
-      const int cap = Capacity(s, dom, r.gpus_per_replica, fresh);
+      const int cap = Capacity(s, dom, fresh);
       total += cap;
       if (cap > best) {
         best = cap;
         best_dom = dom;
       }
     }
-    std::string out = "needs " + Plural(want, "node") + " with " + std::to_string(r.gpus_per_replica) +
-                      " free GPUs in one NVLink domain";
+    std::string out = "needs " + Plural(want, "node") + " with " +
+                      std::to_string(r.gpus_per_replica) + " free GPUs in one NVLink domain";
     if (best_dom == kNoDomain) {
       out += "; no domain has a free node";
     } else {
-      out += "; largest free block is " + Plural(best, "node") + " in " + s.domains[Idx(best_dom)].name;
+      out += "; largest free block is " + Plural(best, "node") + " in " +
+             s.domains[Idx(best_dom)].name;
     }
     if (reserve > 0) out += " (" + std::to_string(reserve) + " spare nodes per domain held back)";
     if (r.mode != TopologyMode::kRequired && total < want) {
@@ -337,7 +350,8 @@ class Nvl72Policy final : public DomainBestFit {
         const int64_t used_after = std::min<int64_t>(n.gpu_used + gpus, 999);
         const int64_t domain_order = 999'999 - std::min<int64_t>(Idx(n.domain), 999'999);
         scores[i] = 1 + busy * 1'000'000'000'000'000 + used_after * 1'000'000'000'000 +
-                    std::min<int64_t>(domain_busy[Idx(n.domain)], 999'999) * 1'000'000 + domain_order;
+                    std::min<int64_t>(domain_busy[Idx(n.domain)], 999'999) * 1'000'000 +
+                    domain_order;
       }
     }
   }
@@ -347,9 +361,12 @@ class Nvl72Policy final : public DomainBestFit {
 
 std::string_view TopologyModeName(TopologyMode mode) {
   switch (mode) {
-    case TopologyMode::kRequired: return "Required";
-    case TopologyMode::kPreferred: return "Preferred";
-    case TopologyMode::kUnconstrained: return "Unconstrained";
+    case TopologyMode::kRequired:
+      return "Required";
+    case TopologyMode::kPreferred:
+      return "Preferred";
+    case TopologyMode::kUnconstrained:
+      return "Unconstrained";
   }
   return "Unknown";
 }
@@ -377,12 +394,45 @@ bool ParseSpareReserve(std::string_view text, SpareReserve* out) {
 
 std::string ValidateGangRequest(const GangRequest& r) {
   if (r.replicas < 1) return "replicas must be >= 1, got " + std::to_string(r.replicas);
-  if (r.gpus_per_replica < 0) return "gpusPerReplica must be >= 0, got " + std::to_string(r.gpus_per_replica);
+  if (r.gpus_per_replica < 0)
+    return "gpusPerReplica must be >= 0, got " + std::to_string(r.gpus_per_replica);
   if (r.segment_size < 0) return "segmentSize must be >= 0, got " + std::to_string(r.segment_size);
   if (r.segment_size > r.replicas) {
-    return "segmentSize " + std::to_string(r.segment_size) + " exceeds replicas " + std::to_string(r.replicas);
+    return "segmentSize " + std::to_string(r.segment_size) + " exceeds replicas " +
+           std::to_string(r.replicas);
   }
   return "";
+}
+
+bool Eligible(const Snapshot& s, NodeId id, const GangRequest& r) {
+  const Node& n = s.nodes[Idx(id)];
+  if (!n.ready || n.cordoned) return false;
+  return r.allowed_nodes.empty() ? !n.tainted : r.allowed_nodes[Idx(id)];
+}
+
+std::string NeverFitsReason(const Snapshot& s, const GangRequest& r) {
+  if (!ValidateGangRequest(r).empty()) return "";
+  std::vector<int> big_nodes(s.domains.size(), 0);  // nodes with gpus_per_replica GPUs, per domain
+  int total = 0;
+  for (const Node& n : s.nodes) {
+    if (n.domain == kNoDomain || n.gpu_capacity < r.gpus_per_replica) continue;
+    ++big_nodes[Idx(n.domain)];
+    ++total;
+  }
+  const std::string nodes_of = " with " + std::to_string(r.gpus_per_replica) + " GPUs";
+  if (r.mode != TopologyMode::kRequired) {
+    if (total >= r.replicas) return "";
+    return "needs " + Plural(r.replicas, "node") + nodes_of + "; the cluster has " +
+           std::to_string(total) + ": can never fit";
+  }
+  const int seg = r.EffectiveSegmentSize();
+  int segments = 0;  // segments the domains can hold at most (one per domain each, or several)
+  for (int n : big_nodes) segments += n / seg;
+  const int needed = (r.replicas + seg - 1) / seg;
+  if (segments >= needed) return "";
+  return "needs " + Plural(needed, "segment") + " of " + Plural(seg, "node") + nodes_of +
+         ", each in one NVLink domain; the cluster's domains hold " + std::to_string(segments) +
+         ": can never fit";
 }
 
 int GangPlacement::DomainsSpanned(const Snapshot& s) const {
@@ -414,14 +464,15 @@ RecoveryDecision PlacementPolicy::SelectReplacements(const Snapshot& s, const Ga
   out.recovered = true;
   for (size_t i = 0; i < failed_ranks.size(); ++i) {
     const int rank = failed_ranks[i];
-    if (rank < 0 || Idx(rank) >= current.rank_nodes.size() || current.rank_nodes[Idx(rank)] == kNoNode) {
+    if (rank < 0 || Idx(rank) >= current.rank_nodes.size() ||
+        current.rank_nodes[Idx(rank)] == kNoNode) {
       out.recovered = false;
       out.reason = "rank " + std::to_string(rank) + " is not part of the placement";
       continue;
     }
     const DomainId dom = s.nodes[Idx(current.rank_nodes[Idx(rank)])].domain;
     const auto& members = s.domains[Idx(dom)].nodes;
-    auto candidate = [&](NodeId id) { return !used[Idx(id)] && s.nodes[Idx(id)].Schedulable(); };
+    auto candidate = [&](NodeId id) { return !used[Idx(id)] && Eligible(s, id, r); };
     NodeId pick = kNoNode;
     // 1. Spares: the reserve designates the LAST empty nodes of a domain, so walk backwards.
     for (auto it = members.rbegin(); it != members.rend() && pick == kNoNode; ++it) {
@@ -486,7 +537,9 @@ std::unique_ptr<PlacementPolicy> MakePolicy(std::string_view name, const PolicyO
   return nullptr;
 }
 
-std::vector<std::string> PolicyNames() { return {"nvl72", "spread", "first-fit", "domain-best-fit"}; }
+std::vector<std::string> PolicyNames() {
+  return {"nvl72", "spread", "first-fit", "domain-best-fit"};
+}
 
 std::vector<int> NormalizeScores(std::span<const int64_t> raw) {
   std::vector<int> out(raw.size(), 0);

@@ -32,13 +32,18 @@ enum class TopologyMode {
 std::string_view TopologyModeName(TopologyMode mode);
 
 struct GangRequest {
-  std::string key;            // caller's identity for the job (namespace/name); used in reasons only
-  int replicas = 1;           // ranks; each rank is one pod on its own node
-  int gpus_per_replica = 4;   // GPUs of one rank; must fit one node
+  std::string key;           // caller's identity for the job (namespace/name); used in reasons only
+  int replicas = 1;          // ranks; each rank is one pod on its own node
+  int gpus_per_replica = 4;  // GPUs of one rank; must fit one node
   TopologyMode mode = TopologyMode::kRequired;
-  int segment_size = 0;       // ranks that must share one domain; 0 = the whole gang
-  int priority = 0;           // used by callers for ordering; the core does not reorder
-  bool preemptible = false;   // may be moved by defragmentation
+  int segment_size = 0;      // ranks that must share one domain; 0 = the whole gang
+  int priority = 0;          // used by callers for ordering; the core does not reorder
+  bool preemptible = false;  // may be moved by defragmentation
+  // The caller's verdict on the job's own scheduling constraints (the rank pod's nodeSelector,
+  // required node affinity, tolerations against taints, resource fit), indexed by NodeId. Empty:
+  // no verdict, and a node with a taint (Node::tainted) is not eligible. When given, it replaces
+  // Node::tainted: the caller judged the taints with the job's tolerations.
+  std::vector<bool> allowed_nodes;
 
   // Ranks per segment after defaulting (segment_size 0 -> replicas).
   int EffectiveSegmentSize() const { return segment_size > 0 ? segment_size : replicas; }
@@ -47,6 +52,15 @@ struct GangRequest {
 
 // Empty string when the request is well-formed, else what is wrong with it.
 std::string ValidateGangRequest(const GangRequest& request);
+
+// The one rule for where a rank of `request` may go (before counting GPUs): Ready, not cordoned,
+// and allowed by request.allowed_nodes (or without a taint when the request has no verdict).
+bool Eligible(const Snapshot& snapshot, NodeId node, const GangRequest& request);
+
+// Why the gang can never be placed in this cluster, judged on GPU capacity alone (not on use,
+// health or constraints): a Required gang needs one domain with `segment` nodes of
+// gpus_per_replica GPUs per segment, any other mode `replicas` such nodes. Empty when it could fit.
+std::string NeverFitsReason(const Snapshot& snapshot, const GangRequest& request);
 
 struct GangPlacement {
   std::vector<NodeId> rank_nodes;  // rank -> node; size() == replicas when placed
@@ -65,8 +79,8 @@ struct GangDecision {
 
 // Replacement of failed ranks of a running gang.
 struct RecoveryDecision {
-  bool recovered = false;                // every failed rank has a replacement in its domain
-  std::vector<NodeId> replacement;       // parallel to the failed ranks asked for; kNoNode if none
+  bool recovered = false;           // every failed rank has a replacement in its domain
+  std::vector<NodeId> replacement;  // parallel to the failed ranks asked for; kNoNode if none
   // Parallel to `replacement`: true when the caller must first evict the reclaimable (preemptible)
   // work on that node.
   std::vector<bool> evict;
@@ -98,14 +112,14 @@ class PlacementPolicy {
   virtual ~PlacementPolicy() = default;
   virtual std::string_view Name() const = 0;
 
-  // All-or-nothing placement of a gang. Ranks only go to Schedulable nodes with enough free GPUs,
+  // All-or-nothing placement of a gang. Ranks only go to Eligible nodes with enough free GPUs,
   // one rank per node. A preemptible gang that does not fit otherwise may borrow the spare reserve
   // (the caller should then mark its GPUs reclaimable); under a soft reserve any gang may (see
   // SpareReserve), and the reason of a gang that waits then ignores the reserve.
   virtual GangDecision PlaceGang(const Snapshot& snapshot, const GangRequest& request) const = 0;
 
-  // Raw scores for putting one pod of `gpus` GPUs on each of `nodes`; a negative score means the pod
-  // cannot go there. Higher is better. Scores are only comparable within one call; use
+  // Raw scores for putting one pod of `gpus` GPUs on each of `nodes`; a negative score means the
+  // pod cannot go there. Higher is better. Scores are only comparable within one call; use
   // NormalizeScores() for the 0..10 range of the scheduler extender.
   // REQUIRES: scores.size() == nodes.size().
   virtual void ScorePods(const Snapshot& snapshot, int gpus, std::span<const NodeId> nodes,
@@ -117,7 +131,7 @@ class PlacementPolicy {
   // Empty schedulable nodes per domain this policy keeps away from new gangs.
   virtual int SparesPerDomain() const { return 0; }
 
-  // For each failed rank, a Schedulable node of the SAME domain as the node the rank ran on that has
+  // For each failed rank, an Eligible node of the SAME domain as the node the rank ran on that has
   // `request.gpus_per_replica` free GPUs and holds no other rank of this gang: spares (empty nodes,
   // the designated ones first), then partly used nodes, then nodes whose preemptible work must be
   // evicted (`evict`). `failed_ranks` index into `current.rank_nodes`. The snapshot should already
@@ -132,7 +146,8 @@ class PlacementPolicy {
 
 // Creates a policy by name ("nvl72", "spread", "first-fit", "domain-best-fit"); nullptr for an
 // unknown name.
-std::unique_ptr<PlacementPolicy> MakePolicy(std::string_view name, const PolicyOptions& options = {});
+std::unique_ptr<PlacementPolicy> MakePolicy(std::string_view name,
+                                            const PolicyOptions& options = {});
 // The names MakePolicy() knows, ours first.
 std::vector<std::string> PolicyNames();
 
@@ -140,8 +155,8 @@ std::vector<std::string> PolicyNames();
 // between the lowest and the highest feasible score (all equal -> 10).
 std::vector<int> NormalizeScores(std::span<const int64_t> raw);
 
-// Empty nodes domain `dom` holds back from new gangs: the reserve minus the nodes that recovery could
-// reclaim by evicting preemptible work (Node::Reclaimable), never below 0.
+// Empty nodes domain `dom` holds back from new gangs: the reserve minus the nodes that recovery
+// could reclaim by evicting preemptible work (Node::Reclaimable), never below 0.
 int HeldBackSpares(const Snapshot& snapshot, DomainId dom, int spares_per_domain);
 
 // The nodes the spare reserve designates in each domain: the last HeldBackSpares() Schedulable,

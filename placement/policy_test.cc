@@ -12,7 +12,8 @@
 namespace nvl72::placement {
 namespace {
 
-GangRequest Gang(int replicas, TopologyMode mode = TopologyMode::kRequired, int segment = 0, int gpus = 4) {
+GangRequest Gang(int replicas, TopologyMode mode = TopologyMode::kRequired, int segment = 0,
+                 int gpus = 4) {
   GangRequest r;
   r.key = "ns/job";
   r.replicas = replicas;
@@ -24,7 +25,8 @@ GangRequest Gang(int replicas, TopologyMode mode = TopologyMode::kRequired, int 
 
 std::set<std::string> DomainsOf(const Snapshot& s, const GangPlacement& p) {
   std::set<std::string> out;
-  for (NodeId id : p.rank_nodes) out.insert(s.domains[static_cast<size_t>(s.nodes[static_cast<size_t>(id)].domain)].name);
+  for (NodeId id : p.rank_nodes)
+    out.insert(s.domains[static_cast<size_t>(s.nodes[static_cast<size_t>(id)].domain)].name);
   return out;
 }
 
@@ -70,44 +72,157 @@ TEST_P(GangPlacementTable, Decides) {
 INSTANTIATE_TEST_SUITE_P(
     Placement, GangPlacementTable,
     ::testing::Values(
-        GangCase{"ExactFitWithSpares", "nvl72", 2, std::string("a: ") + kEighteen, Gang(16), true, {"a"}, ""},
-        GangCase{"SparesAreKeptFromGangs", "nvl72", 2, std::string("a: ") + kEighteen, Gang(17), false, {},
-                 "largest free block is 16 nodes in a"},
-        GangCase{"NoSparesInBaseline", "domain-best-fit", 2, std::string("a: ") + kEighteen, Gang(17), true,
-                 {"a"}, ""},
-        GangCase{"BestFitPicksTightestDomain", "domain-best-fit", 0,
-                 "a: . . . . . . . . . .\nb: . . . . . .\nc: . . . . . . . .", Gang(5), true, {"b"}, ""},
-        GangCase{"TiesGoToFirstDomain", "nvl72", 0, "a: . . . .\nb: . . . .", Gang(4), true, {"a"}, ""},
-        GangCase{"UnhealthyCordonedTaintedSkipped", "nvl72", 0, "a: . X C T .\nb: . . .", Gang(3), true,
-                 {"b"}, ""},
-        GangCase{"UnhealthyLeaveNoRoom", "nvl72", 0, "a: . X C T . .\nb: . . 1", Gang(4), false, {},
-                 "needs 4 nodes with 4 free GPUs in one NVLink domain"},
-        GangCase{"RequiredNeverSpans", "nvl72", 0, "a: . . . . . . . .\nb: . . . . . . . .", Gang(16), false,
-                 {}, "largest free block is 8 nodes"},
-        GangCase{"SegmentsEachInOneDomain", "nvl72", 0, "a: . . . . . . . .\nb: . . . . . . . .",
-                 Gang(16, TopologyMode::kRequired, 8), true, {"a", "b"}, ""},
-        GangCase{"SegmentsMayShareADomain", "nvl72", 0, "a: . . . . . . . .\nb: . .",
-                 Gang(8, TopologyMode::kRequired, 4), true, {"a"}, ""},
-        GangCase{"SegmentsThatDoNotTileWait", "nvl72", 0, "a: . . . . . .\nb: . . . . . .",
-                 Gang(12, TopologyMode::kRequired, 4), false, {}, "needs 4 nodes"},
-        GangCase{"PreferredSpansFewestDomains", "nvl72", 0, "a: . .\nb: . . . . .\nc: . . .",
-                 Gang(8, TopologyMode::kPreferred), true, {"b", "c"}, ""},
-        // Unconstrained: one domain when one fits (best fit), the fewest domains otherwise.
-        GangCase{"UnconstrainedKeepsOneDomainWhenItFits", "nvl72", 0, "a: . . . . . .\nb: . . . .",
-                 Gang(4, TopologyMode::kUnconstrained), true, {"b"}, ""},
-        GangCase{"UnconstrainedSpansWhenNoDomainFits", "nvl72", 0, "a: . . .\nb: . . 4 4\nc: . . .",
-                 Gang(5, TopologyMode::kUnconstrained), true, {"a", "c"}, ""},
-        GangCase{"UnconstrainedWaitsForRoom", "nvl72", 0, "a: . .\nb: . 4", Gang(4, TopologyMode::kUnconstrained),
-                 false, {}, "only 3 nodes free in the cluster"},
-        GangCase{"OneNodeDomainsRequired", "nvl72", 0, "a: .\nb: .\nc: .", Gang(2), false, {},
-                 "largest free block is 1 node in a"},
-        GangCase{"OneNodeDomainsSingleRank", "nvl72", 0, "a: 4\nb: .\nc: .", Gang(1), true, {"b"}, ""},
-        GangCase{"PartialRanksUseTightestNodes", "nvl72", 0, "a: . . 2 2\nb: . . . .",
-                 Gang(2, TopologyMode::kRequired, 0, 2), true, {"a"}, ""},
-        GangCase{"SpreadIsTopologyBlind", "spread", 0, "a: . . 2 2\nb: . . . .", Gang(4), true, {"a", "b"}, ""},
-        GangCase{"FirstFitIsTopologyBlind", "first-fit", 0, "a: . 4 . 4\nb: . . . .", Gang(3), true, {"a", "b"},
+        GangCase{"ExactFitWithSpares",
+                 "nvl72",
+                 2,
+                 std::string("a: ") + kEighteen,
+                 Gang(16),
+                 true,
+                 {"a"},
                  ""},
-        GangCase{"InvalidRequest", "nvl72", 0, "a: . .", Gang(0), false, {}, "replicas must be >= 1"}),
+        GangCase{"SparesAreKeptFromGangs",
+                 "nvl72",
+                 2,
+                 std::string("a: ") + kEighteen,
+                 Gang(17),
+                 false,
+                 {},
+                 "largest free block is 16 nodes in a"},
+        GangCase{"NoSparesInBaseline",
+                 "domain-best-fit",
+                 2,
+                 std::string("a: ") + kEighteen,
+                 Gang(17),
+                 true,
+                 {"a"},
+                 ""},
+        GangCase{"BestFitPicksTightestDomain",
+                 "domain-best-fit",
+                 0,
+                 "a: . . . . . . . . . .\nb: . . . . . .\nc: . . . . . . . .",
+                 Gang(5),
+                 true,
+                 {"b"},
+                 ""},
+        GangCase{
+            "TiesGoToFirstDomain", "nvl72", 0, "a: . . . .\nb: . . . .", Gang(4), true, {"a"}, ""},
+        GangCase{"UnhealthyCordonedTaintedSkipped",
+                 "nvl72",
+                 0,
+                 "a: . X C T .\nb: . . .",
+                 Gang(3),
+                 true,
+                 {"b"},
+                 ""},
+        GangCase{"UnhealthyLeaveNoRoom",
+                 "nvl72",
+                 0,
+                 "a: . X C T . .\nb: . . 1",
+                 Gang(4),
+                 false,
+                 {},
+                 "needs 4 nodes with 4 free GPUs in one NVLink domain"},
+        GangCase{"RequiredNeverSpans",
+                 "nvl72",
+                 0,
+                 "a: . . . . . . . .\nb: . . . . . . . .",
+                 Gang(16),
+                 false,
+                 {},
+                 "largest free block is 8 nodes"},
+        GangCase{"SegmentsEachInOneDomain",
+                 "nvl72",
+                 0,
+                 "a: . . . . . . . .\nb: . . . . . . . .",
+                 Gang(16, TopologyMode::kRequired, 8),
+                 true,
+                 {"a", "b"},
+                 ""},
+        GangCase{"SegmentsMayShareADomain",
+                 "nvl72",
+                 0,
+                 "a: . . . . . . . .\nb: . .",
+                 Gang(8, TopologyMode::kRequired, 4),
+                 true,
+                 {"a"},
+                 ""},
+        GangCase{"SegmentsThatDoNotTileWait",
+                 "nvl72",
+                 0,
+                 "a: . . . . . .\nb: . . . . . .",
+                 Gang(12, TopologyMode::kRequired, 4),
+                 false,
+                 {},
+                 "needs 4 nodes"},
+        GangCase{"PreferredSpansFewestDomains",
+                 "nvl72",
+                 0,
+                 "a: . .\nb: . . . . .\nc: . . .",
+                 Gang(8, TopologyMode::kPreferred),
+                 true,
+                 {"b", "c"},
+                 ""},
+        // Unconstrained: one domain when one fits (best fit), the fewest domains otherwise.
+        GangCase{"UnconstrainedKeepsOneDomainWhenItFits",
+                 "nvl72",
+                 0,
+                 "a: . . . . . .\nb: . . . .",
+                 Gang(4, TopologyMode::kUnconstrained),
+                 true,
+                 {"b"},
+                 ""},
+        GangCase{"UnconstrainedSpansWhenNoDomainFits",
+                 "nvl72",
+                 0,
+                 "a: . . .\nb: . . 4 4\nc: . . .",
+                 Gang(5, TopologyMode::kUnconstrained),
+                 true,
+                 {"a", "c"},
+                 ""},
+        GangCase{"UnconstrainedWaitsForRoom",
+                 "nvl72",
+                 0,
+                 "a: . .\nb: . 4",
+                 Gang(4, TopologyMode::kUnconstrained),
+                 false,
+                 {},
+                 "only 3 nodes free in the cluster"},
+        GangCase{"OneNodeDomainsRequired",
+                 "nvl72",
+                 0,
+                 "a: .\nb: .\nc: .",
+                 Gang(2),
+                 false,
+                 {},
+                 "largest free block is 1 node in a"},
+        GangCase{
+            "OneNodeDomainsSingleRank", "nvl72", 0, "a: 4\nb: .\nc: .", Gang(1), true, {"b"}, ""},
+        GangCase{"PartialRanksUseTightestNodes",
+                 "nvl72",
+                 0,
+                 "a: . . 2 2\nb: . . . .",
+                 Gang(2, TopologyMode::kRequired, 0, 2),
+                 true,
+                 {"a"},
+                 ""},
+        GangCase{"SpreadIsTopologyBlind",
+                 "spread",
+                 0,
+                 "a: . . 2 2\nb: . . . .",
+                 Gang(4),
+                 true,
+                 {"a", "b"},
+                 ""},
+        GangCase{"FirstFitIsTopologyBlind",
+                 "first-fit",
+                 0,
+                 "a: . 4 . 4\nb: . . . .",
+                 Gang(3),
+                 true,
+                 {"a", "b"},
+                 ""},
+        GangCase{
+            "InvalidRequest", "nvl72", 0, "a: . .", Gang(0), false, {}, "replicas must be >= 1"}),
     [](const auto& info) { return info.param.name; });
 
 // The soft spare reserve (the default): the same request under the hard and the soft reserve, so
@@ -152,35 +267,61 @@ INSTANTIATE_TEST_SUITE_P(
     Placement, SoftReserveTable,
     ::testing::Values(
         // Nothing fits outside the reserve: soft takes the spares instead of waiting.
-        SoftReserveCase{"TakesSparesWhenNothingElseFits", std::string("a: ") + kEighteen, Gang(17),
-                        {}, {"a"}, "soft reserve: fits nowhere else"},
+        SoftReserveCase{"TakesSparesWhenNothingElseFits",
+                        std::string("a: ") + kEighteen,
+                        Gang(17),
+                        {},
+                        {"a"},
+                        "soft reserve: fits nowhere else"},
         // A rack down one node ("providers guarantee 16 of 18"): a 16-node gang never fits under a
         // hard reserve of 2, and does under the soft one.
-        SoftReserveCase{"SixteenOfEighteen", "a: . . . . . . . . . . . . . . . . . X", Gang(16), {},
-                        {"a"}, "fits nowhere else"},
+        SoftReserveCase{"SixteenOfEighteen",
+                        "a: . . . . . . . . . . . . . . . . . X",
+                        Gang(16),
+                        {},
+                        {"a"},
+                        "fits nowhere else"},
         // Rack b is down two nodes, so its 16 healthy nodes fit the gang exactly: soft fills b and
         // keeps a's nodes free; hard finds no rack with 16 + 2.
         SoftReserveCase{"ExactFitOnADegradedRack",
                         "a: . . . . . . . . . . . . . . . . . X\n"
                         "b: . . . . . . . . . . . . . . . . X X",
-                        Gang(16), {}, {"b"}, ""},
+                        Gang(16),
+                        {},
+                        {"b"},
+                        ""},
         // Another domain takes the gang outside its reserve: soft keeps a's spares like hard does
         // (ignoring the reserve, best fit would pick a: 1 node left instead of 5).
         SoftReserveCase{"KeepsSparesWhenAnotherDomainFits",
-                        "a: . . . . . .\nb: . . . . . . . . . .", Gang(5), {"b"}, {"b"}, ""},
+                        "a: . . . . . .\nb: . . . . . . . . . .",
+                        Gang(5),
+                        {"b"},
+                        {"b"},
+                        ""},
         // The gang fills a's free nodes exactly: soft takes them (nothing stranded) instead of
         // breaking up b; hard sends it to b.
-        SoftReserveCase{"ExactFitTakesSpares", "a: . . . . . .\nb: . . . . . . . . . .", Gang(6),
-                        {"b"}, {"a"}, ""},
+        SoftReserveCase{"ExactFitTakesSpares",
+                        "a: . . . . . .\nb: . . . . . . . . . .",
+                        Gang(6),
+                        {"b"},
+                        {"a"},
+                        ""},
         // Per segment: the first 6-rank segment fills a exactly, the second goes to b's
         // non-reserve nodes; hard puts them in b and c.
         SoftReserveCase{"ExactFitPerSegment",
                         std::string("a: . . . . . .\nb: . . . . . . . . . .\nc: ") + kEighteen,
-                        Gang(12, TopologyMode::kRequired, 6), {"b", "c"}, {"a", "b"}, ""},
+                        Gang(12, TopologyMode::kRequired, 6),
+                        {"b", "c"},
+                        {"a", "b"},
+                        ""},
         // Soft never places what does not fit: the reason names the real free block, not the
         // reserve (10 nodes, not 8).
-        SoftReserveCase{"StillWaitsWhenNoDomainFits", "a: . . . . . . . . . .\nb: 4 4", Gang(11),
-                        {}, {}, "largest free block is 10 nodes in a"}),
+        SoftReserveCase{"StillWaitsWhenNoDomainFits",
+                        "a: . . . . . . . . . .\nb: 4 4",
+                        Gang(11),
+                        {},
+                        {},
+                        "largest free block is 10 nodes in a"}),
     [](const auto& info) { return info.param.name; });
 
 TEST(SpareReserveTest, DefaultIsSoftAndNamesRoundTrip) {
@@ -239,6 +380,80 @@ TEST(GangPlacementTest, SpareNodesAreTheLastEmptyOnes) {
   EXPECT_FALSE(spare[4]) << "a used node is never a spare";
 }
 
+// The per-job node mask (GangRequest::allowed_nodes): the job's own constraints, judged by the
+// caller.
+TEST(NodeMaskTest, GangGoesOnlyToAllowedNodes) {
+  Snapshot s = ParseTopology("a: . . . .\nb: . . . .");
+  GangRequest r = Gang(2);
+  r.allowed_nodes = {false, false, false, false, true, false, true, false};
+  auto p = MakePolicy("nvl72", {0});
+  GangDecision d = p->PlaceGang(s, r);
+  ASSERT_TRUE(d.placed) << d.reason;
+  EXPECT_EQ(std::set<NodeId>(d.placement.rank_nodes.begin(), d.placement.rank_nodes.end()),
+            (std::set<NodeId>{4, 6}));
+}
+
+TEST(NodeMaskTest, TooFewAllowedNodesInOneDomainWaits) {
+  Snapshot s = ParseTopology("a: . . . .\nb: . . . .");
+  GangRequest r = Gang(3);
+  r.allowed_nodes = {true, true, false, false, true, true, false, false};  // 2 per domain
+  for (const char* name : {"nvl72", "domain-best-fit"}) {
+    GangDecision d = MakePolicy(name, {0})->PlaceGang(s, r);
+    EXPECT_FALSE(d.placed) << name;
+  }
+  r.mode = TopologyMode::kPreferred;  // may span: 4 allowed nodes are enough
+  EXPECT_TRUE(MakePolicy("nvl72", {0})->PlaceGang(s, r).placed);
+}
+
+TEST(NodeMaskTest, MaskReplacesTheTaintFlagButNotHealthOrCordon) {
+  // A job that tolerates the taint of T gets it; X (not ready) and C (cordoned) stay out.
+  Snapshot s = ParseTopology("a: T X C .");
+  GangRequest r = Gang(2);
+  r.allowed_nodes = {true, true, true, true};
+  GangDecision d = MakePolicy("nvl72", {0})->PlaceGang(s, r);
+  ASSERT_TRUE(d.placed) << d.reason;
+  EXPECT_EQ(std::set<NodeId>(d.placement.rank_nodes.begin(), d.placement.rank_nodes.end()),
+            (std::set<NodeId>{0, 3}));
+  EXPECT_FALSE(MakePolicy("nvl72", {0})->PlaceGang(s, Gang(2)).placed)
+      << "without a verdict a tainted node is not eligible";
+  for (const char* name : {"spread", "first-fit"}) {
+    EXPECT_TRUE(MakePolicy(name, {0})->PlaceGang(s, r).placed) << name;
+    EXPECT_FALSE(MakePolicy(name, {0})->PlaceGang(s, Gang(2)).placed) << name;
+  }
+}
+
+TEST(NodeMaskTest, RecoveryReplacesOnlyOnAllowedNodes) {
+  Snapshot s = ParseTopology("a: . . . . . .");
+  GangRequest r = Gang(2);
+  r.allowed_nodes = {true, true, true, false, false, false};
+  s.nodes[1].ready = false;
+  GangPlacement current{{0, 1}};
+  const int failed[] = {1};
+  RecoveryDecision d = MakePolicy("nvl72", {2})->SelectReplacements(s, r, current, failed);
+  ASSERT_TRUE(d.recovered) << d.reason;
+  EXPECT_EQ(d.replacement[0], 2) << "the spares (n4, n5) are not allowed for this job";
+  r.allowed_nodes[2] = false;
+  EXPECT_FALSE(MakePolicy("nvl72", {2})->SelectReplacements(s, r, current, failed).recovered);
+}
+
+TEST(NeverFitsTest, CountsSegmentsTheDomainsCanHold) {
+  Snapshot s;
+  for (int i = 0; i < 5; ++i) s.AddDomain("rack-" + std::to_string(i), 18, 4);
+  GangRequest r = Gang(1600, TopologyMode::kRequired, 16);
+  const std::string why = NeverFitsReason(s, r);
+  EXPECT_NE(why.find("needs 100 segments of 16 nodes"), std::string::npos) << why;
+  EXPECT_NE(why.find("hold 5: can never fit"), std::string::npos) << why;
+  EXPECT_EQ(NeverFitsReason(s, Gang(90, TopologyMode::kRequired, 9)), "")
+      << "two segments of 9 per domain of 18";
+  EXPECT_NE(NeverFitsReason(s, Gang(20)), "") << "a 20-node segment in domains of 18";
+  EXPECT_EQ(NeverFitsReason(s, Gang(90, TopologyMode::kPreferred)), "");
+  EXPECT_NE(NeverFitsReason(s, Gang(91, TopologyMode::kUnconstrained)), "");
+  EXPECT_NE(NeverFitsReason(s, Gang(2, TopologyMode::kRequired, 0, 8)), "") << "no node has 8 GPUs";
+  s.nodes[0].ready = false;
+  s.nodes[1].gpu_used = 4;
+  EXPECT_EQ(NeverFitsReason(s, Gang(18)), "") << "use and health are not capacity";
+}
+
 TEST(RecoveryTest, ReplacesInSameDomainSparesFirst) {
   Snapshot s = ParseTopology("a: . . . . 2 .\nb: . . . .");
   auto p = MakePolicy("nvl72", {2});
@@ -280,7 +495,8 @@ TEST(RecoveryTest, PartlyUsedNodeWhenNoSpare) {
   GangPlacement current{{0, 1}};
   s.nodes[0].ready = false;
   const int failed[] = {0};
-  RecoveryDecision r = p->SelectReplacements(s, Gang(2, TopologyMode::kRequired, 0, 1), current, failed);
+  RecoveryDecision r =
+      p->SelectReplacements(s, Gang(2, TopologyMode::kRequired, 0, 1), current, failed);
   ASSERT_TRUE(r.recovered) << r.reason;
   EXPECT_EQ(r.replacement[0], 3) << "tightest fit: 1 free GPU on n3";
 }
