@@ -24,6 +24,7 @@ targets = {
     "BM_PlaceGang/nvl72/8/16": "< 50 us", "BM_PlaceGang/nvl72/8/4": "< 50 us",
     "BM_PlaceGang/nvl72/1000/16": "< 1000 us", "BM_PlaceGang/nvl72/1000/4": "< 1000 us",
     "BM_ScorePods/5000": "< 200 us",
+    "BM_PlaceGangMasked/1000/16": "< 1000 us", "BM_JudgeAndPlace/1000/8": "< 1000 us",
 }
 ctx = d["context"]
 print("## placement core\n")
@@ -36,7 +37,14 @@ for k, (real, cpu, label) in rows.items():
     print(f"| `{k}` | {label} | {real:.2f} | {cpu:.2f} | {targets.get(k, '')} |")
 print("\n`BM_PlaceGang/<policy>/<domains>/<ranks>`: one all-or-nothing gang decision on a cluster ~60% "
       "busy with one empty domain; `BM_ScorePods/5000`: raw scores + 0..10 normalisation of one GPU pod "
-      "over 5,004 nodes; `BM_ComputeStats/<domains>`: per-domain fragmentation with a 3-shape mix.")
+      "over 5,004 nodes; `BM_ComputeStats/<domains>`: per-domain fragmentation with a 3-shape mix.\n\n"
+      "`BM_PlaceGangMasked/<domains>/<ranks>`: the same decision with a per-job node mask that allows every "
+      "other node (the job's own constraints, docs/operator.md); the mask costs nothing measurable. "
+      "`BM_JudgeAndPlace/<domains>/<ranks>`: what the operator does per waiting job, judging its rank pod "
+      "(nodeSelector, a toleration, CPU and memory requests) against every node (`model::JudgeJob`) and "
+      "then placing it: the judging dominates, about 0.15 us per node, so 2.6 ms at 18,000 nodes and "
+      "0.3 ms at 1,800 (100 racks). The judging is done per waiting job and admission pass; caching "
+      "verdicts across passes is the next step if clusters of that size appear.")
 PY
 )
 rm -f "$json"

@@ -16,7 +16,7 @@ inline Json MakeNode(const std::string& name, const std::string& domain, bool re
               {"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.clique", domain}}}}},
               {"spec", Json::object()},
               {"status",
-               {{"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}}},
+               {{"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}, {"pods", "110"}}},
                 {"capacity", {{"nvidia.com/gpu", std::to_string(gpus)}}},
                 {"conditions",
                  {{{"type", "Ready"},

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "kube/object.h"
+#include "model/job_nodes.h"
 #include "model/job_spec.h"
 #include "model/names.h"
 #include "placement/fragmentation.h"
@@ -164,6 +165,7 @@ ClusterView BuildView(std::vector<Json> nodes, std::vector<Json> pods, std::vect
   view.pods = std::move(pods);
   view.spares_per_domain = options.spares_per_domain;
   view.spare_reserve = options.spare_reserve;
+  view.gpu_resource = options.cluster.gpu_resource;
   return view;
 }
 
@@ -428,6 +430,7 @@ std::string RenderExplain(const ClusterView& view, const Json& job) {
     out << seg.Render("    ");
     Table ranks;
     ranks.Add({"RANK", "NODE", "NODE STATE", "POD", "POD PHASE"});
+    std::string refusals;  // kube-scheduler's message per refused rank (the safety net's input)
     for (const auto& a : placement->ranks) {
       NodeId id = view.state.FindNode(a.node);
       std::string node_state = id == placement::kNoNode ? "Missing" : NodeStateText(snap.nodes[id]);
@@ -438,7 +441,11 @@ std::string RenderExplain(const ClusterView& view, const Json& job) {
         phase = Str(kube::AtPath(*it->second, "/status/phase"));
         if (kube::IsBeingDeleted(*it->second)) phase = "Terminating";
         std::string on = Str(kube::AtPath(*it->second, "/spec/nodeName"));
-        if (on.empty()) {
+        if (const Json* refused = model::UnschedulableCondition(*it->second)) {
+          phase += " (unschedulable)";
+          refusals += "  Refused:     rank " + std::to_string(a.rank) + " on " + a.node + ": " +
+                      Str(kube::AtPath(*refused, "/message")) + "\n";
+        } else if (on.empty()) {
           phase += " (unscheduled)";
         } else if (on != a.node) {
           phase += " (on " + on + ")";
@@ -446,7 +453,7 @@ std::string RenderExplain(const ClusterView& view, const Json& job) {
       }
       ranks.Add({std::to_string(a.rank), a.node, node_state, pod_name, phase});
     }
-    out << ranks.Render("    ");
+    out << ranks.Render("    ") << refusals;
     for (std::string_view t :
          {model::kConditionRecovering, model::kConditionPlaced, model::kConditionAdmitted}) {
       const Json* c = model::FindCondition(job, t);
@@ -476,7 +483,15 @@ std::string RenderExplain(const ClusterView& view, const Json& job) {
     if (spec.ok() && !model::JobFinished(job)) {
       auto policy = placement::MakePolicy("nvl72", {.spares_per_domain = view.spares_per_domain,
                                                     .spare_reserve = view.spare_reserve});
-      placement::GangDecision d = policy->PlaceGang(snap, model::ToGangRequest(*spec, key));
+      const model::JobVerdict verdict =
+          model::JudgeJob(view.state, job, *spec, key, 0, view.gpu_resource);
+      placement::GangDecision d;
+      if (verdict.error.empty()) d = policy->PlaceGang(snap, verdict.request);
+      if (!d.placed) {
+        d.reason = verdict.error.empty()
+                       ? model::WaitingReason(snap, verdict.request, verdict.nodes, d)
+                       : verdict.error;
+      }
       if (d.placed) {
         std::vector<std::string> domains;
         for (NodeId id : d.placement.rank_nodes) {

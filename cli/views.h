@@ -28,7 +28,7 @@ struct ViewOptions {
   int spares_per_domain = 2;
   // The operator's --spare-reserve: whether a gang that fits nowhere else may take the spares.
   placement::SpareReserve spare_reserve = placement::SpareReserve::kSoft;
-  model::ClusterOptions cluster;  // domain label, GPU resource, tolerated taints
+  model::ClusterOptions cluster;  // domain label, GPU resource
 };
 
 // What the views read: the snapshot the operator and the extender would build from the same
@@ -39,6 +39,7 @@ struct ClusterView {
   std::vector<Json> pods;  // every pod (all namespaces); rank pods are found by name
   int spares_per_domain = 2;
   placement::SpareReserve spare_reserve = placement::SpareReserve::kSoft;
+  std::string gpu_resource = std::string(model::kGpuResource);
 };
 
 ClusterView BuildView(std::vector<Json> nodes, std::vector<Json> pods, std::vector<Json> jobs,

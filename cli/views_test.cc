@@ -138,6 +138,25 @@ TEST(RenderExplainTest, RunningJob) {
   EXPECT_NE(out.find("Admitted  True    Placed"), std::string::npos) << out;
 }
 
+TEST(RenderExplainTest, ARefusedRankShowsTheSchedulersMessage) {
+  Fixture f;
+  for (auto& p : f.pods) {
+    if (p["metadata"]["name"] != "train-1") continue;
+    p["spec"].erase("nodeName");
+    p["status"] = {{"phase", "Pending"},
+                   {"conditions",
+                    {{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"},
+                      {"message", "0/12 nodes are available: 1 node(s) didn't match pod anti-affinity rules."}}}}};
+  }
+  ClusterView v = BuildView(f.nodes, f.pods, f.jobs, {});
+  std::string out = RenderExplain(v, v.jobs[1]);
+  EXPECT_NE(out.find("train-1  Pending (unschedulable)"), std::string::npos) << out;
+  EXPECT_NE(out.find("Refused:     rank 1 on r0-n1: 0/12 nodes are available: 1 node(s) didn't "
+                     "match pod anti-affinity rules.\n"),
+            std::string::npos)
+      << out;
+}
+
 TEST(RenderExplainTest, WaitingJobSaysWhyAndWhatTheCoreDecidesNow) {
   ClusterView v = FixtureView();
   std::string out = RenderExplain(v, v.jobs[0]);

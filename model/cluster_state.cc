@@ -97,6 +97,15 @@ bool PodTerminated(const Json& pod) {
   return phase == "Succeeded" || phase == "Failed";
 }
 
+const Json* UnschedulableCondition(const Json& pod) {
+  if (!StringAt(Child(pod, "spec"), "nodeName").empty()) return nullptr;
+  const Json* c = FindCondition(pod, "PodScheduled");
+  if (c == nullptr || StringAt(*c, "status") != "False" || StringAt(*c, "reason") != "Unschedulable") {
+    return nullptr;
+  }
+  return c;
+}
+
 bool GangRankOf(const Json& pod, std::string* job, int* rank) {
   std::string j = Label(pod, kJobLabel);
   std::string r = Label(pod, kRankLabel);
@@ -120,6 +129,15 @@ ClusterState ClusterState::Build(const std::vector<Json>& nodes, const std::vect
   return Build(ptrs(nodes), ptrs(pods), ptrs(jobs), options);
 }
 
+std::vector<Toleration> RankTolerations(std::string_view gpu_resource) {
+  std::vector<Toleration> out;  // the GPU taint's first: ClusterState::Build reads it so
+  out.push_back({std::string(gpu_resource), "Exists", "", "NoSchedule"});
+  for (std::string_view key : kRankToleratedNoExecuteTaints) {
+    out.push_back({std::string(key), "Exists", "", "NoExecute"});
+  }
+  return out;
+}
+
 bool RankToleratesNoExecute(std::string_view taint_key) {
   for (std::string_view k : kRankToleratedNoExecuteTaints) {
     if (k == taint_key) return true;
@@ -140,6 +158,7 @@ PodFacts PodFactsOf(const Json& pod, std::string_view gpu_resource) {
   }
   f.gpus = PodGpuRequest(pod, gpu_resource);
   f.terminated = PodTerminated(pod);
+  f.requests = PodRequests(Child(pod, "spec"));
   return f;
 }
 
@@ -195,6 +214,8 @@ ClusterState ClusterState::BuildFromFacts(const std::vector<const Json*>& nodes,
   auto& snap = st.snapshot_;
   snap.nodes.reserve(in.size());
   st.health_.reserve(in.size());
+  st.facts_.reserve(in.size());
+  const std::vector<Toleration> rank_tolerations = RankTolerations(options.gpu_resource);
   for (const auto& n : in) {
     if (snap.domains.empty() || snap.domains.back().name != n.domain) {
       snap.domains.push_back({n.domain, {}});
@@ -224,26 +245,24 @@ ClusterState ClusterState::BuildFromFacts(const std::vector<const Json*>& nodes,
     const Json& spec = Child(*n.obj, "spec");
     const Json& unsched = Child(spec, "unschedulable");
     node.cordoned = unsched.is_boolean() && unsched.get<bool>();
-    const Json& taints = Child(spec, "taints");
-    if (taints.is_array()) {
-      for (const auto& t : taints) {
-        std::string effect = StringAt(t, "effect");
-        if (effect != "NoSchedule" && effect != "NoExecute") continue;
-        std::string key = StringAt(t, "key");
-        if (std::find(options.tolerated_taint_keys.begin(), options.tolerated_taint_keys.end(),
-                      key) != options.tolerated_taint_keys.end()) {
-          continue;
-        }
-        node.tainted = true;
-        if (effect == "NoExecute" && !RankToleratesNoExecute(key)) health.no_execute_taint = true;
-      }
+    NodeFacts facts = NodeFactsOf(*n.obj);
+    for (const Taint& t : facts.taints) {
+      if (t.effect != "NoSchedule" && t.effect != "NoExecute") continue;
+      // New work: only the GPU taint is tolerated (a node lifecycle taint comes with a Ready
+      // condition that is not True, and keeps new gangs off as well).
+      if (!Tolerates(rank_tolerations.front(), t)) node.tainted = options.mark_tainted;
+      bool tolerated = false;
+      for (const Toleration& tol : rank_tolerations) tolerated = tolerated || Tolerates(tol, t);
+      if (!tolerated && t.effect == "NoExecute") health.no_execute_taint = true;
     }
+    if (options.node_facts) st.facts_.push_back(std::move(facts));
     st.node_ids_[node.name] = static_cast<placement::NodeId>(snap.nodes.size());
     snap.domains.back().nodes.push_back(static_cast<placement::NodeId>(snap.nodes.size()));
     snap.nodes.push_back(std::move(node));
     st.health_.push_back(health);
   }
   st.reserved_ranks_.assign(snap.nodes.size(), 0);
+  if (options.node_facts) st.usage_.assign(snap.nodes.size(), NodeUsage{});
 
   // ---- reservations of admitted jobs ----
   for (const Json* j : jobs) {
@@ -262,6 +281,7 @@ ClusterState ClusterState::BuildFromFacts(const std::vector<const Json*>& nodes,
   for (const PodFacts* p : pods) {
     if (p->terminated) continue;
     const bool bound = !p->node_name.empty();
+    if (bound && options.node_facts) st.CountOnNode(*p);
     const std::string& node_name = bound ? p->node_name : p->nominated;
     if (!p->job.empty() && !st.reservations_.empty()) {
       const Reservation* r = st.FindReservation(p->ns + "/" + p->job);
@@ -316,6 +336,14 @@ std::vector<std::string> ClusterState::JobsOnNode(placement::NodeId node) const 
     }
   }
   return out;
+}
+
+void ClusterState::CountOnNode(const PodFacts& pod) {
+  placement::NodeId id = FindNode(pod.node_name);
+  if (id == placement::kNoNode) return;
+  NodeUsage& u = usage_[static_cast<size_t>(id)];
+  AddResources(u.requested, pod.requests);
+  ++u.pods;
 }
 
 void ClusterState::ApplyReservation(const Reservation& r, int sign) {

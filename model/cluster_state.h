@@ -6,11 +6,15 @@
 //    label becomes a domain of its own, named "node/<name>", so it never joins a multi-node Required
 //    gang); gpu capacity = status.allocatable[gpu_resource]; ready = Ready condition "True" (or
 //    NotReady for less than `not_ready_grace` at `now`); cordoned = spec.unschedulable; tainted =
-//    a NoSchedule/NoExecute taint whose key is not in `tolerated_taint_keys`. Nodes with no GPUs and no
-//    domain label are left out. Domains and the nodes inside them are ordered by name.
+//    a NoSchedule/NoExecute taint other than the GPU resource's own NoSchedule taint, which every
+//    rank pod tolerates (RankTolerations; `mark_tainted` false: never). no_execute_taint: a NoExecute
+//    taint no RankTolerations tolerate. What kube-scheduler's filters read of the node
+//    (NodeFactsOf) is kept per node for the per-job verdict (model/job_nodes.h). Nodes with no GPUs
+//    and no domain label are left out. Domains and the nodes inside them are ordered by name.
 //  - Pods: every pod that is not terminated (phase Succeeded/Failed) and is bound (spec.nodeName) or
 //    nominated (status.nominatedNodeName) to a node uses its GPU request there: max(sum over
-//    containers, max over initContainers) of requests[gpu] (limits if requests lack it).
+//    containers, max over initContainers) of requests[gpu] (limits if requests lack it). Bound pods
+//    also add their requests of every resource (PodRequests) to their node's NodeUsage.
 //  - NVL72Jobs with HoldsReservation(): each rank holds `gpusPerReplica` GPUs on its node whether its
 //    pod exists or not, and marks the node gang_reserved. A rank pod (labels nvl72.dev/job +
 //    nvl72.dev/rank of a reserving job) that sits on its planned node or is unbound is not counted a
@@ -30,6 +34,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "model/feasibility.h"
 #include "model/job_spec.h"
 #include "model/names.h"
 #include "placement/snapshot.h"
@@ -40,8 +45,12 @@ struct ClusterOptions {
   std::string domain_label = std::string(kDefaultDomainLabel);
   std::string domain_label_fallback;  // "" = none
   std::string gpu_resource = std::string(kGpuResource);
-  // Taints GPU work tolerates (NoSchedule/NoExecute with these keys do not make a node `tainted`).
-  std::vector<std::string> tolerated_taint_keys = {std::string(kGpuResource)};
+  // Whether a taint marks a node `tainted` (see above). The scheduler extender sets false: kube-scheduler
+  // has judged the pod's tolerations before it asks the extender.
+  bool mark_tainted = true;
+  // Keep NodeFacts and NodeUsage per node (Facts(), Usage(): the per-job verdict of
+  // model/job_nodes.h). The scheduler extender, which never judges jobs, sets false.
+  bool node_facts = true;
   // A node whose Ready condition is not True counts as ready while its lastTransitionTime is less
   // than `not_ready_grace` before `now`. Grace 0 (default): not ready at once.
   std::chrono::system_clock::time_point now{};
@@ -84,12 +93,17 @@ struct PodFacts {
   int rank = -1;            // its rank
   int gpus = 0;             // PodGpuRequest
   bool terminated = false;  // PodTerminated
+  ResourceList requests;    // PodRequests of its spec (what it takes from a node once bound)
 };
 PodFacts PodFactsOf(const Json& pod, std::string_view gpu_resource);
 
 // True for the NoExecute taint keys that rank pods tolerate without a time limit
 // (kRankToleratedNoExecuteTaints).
 bool RankToleratesNoExecute(std::string_view taint_key);
+// The tolerations the operator gives every rank pod on top of the template's: the GPU resource's own
+// NoSchedule taint (what the ExtendedResourceToleration admission plugin would add, which clusters do
+// not all enable) and the node lifecycle NoExecute taints (kRankToleratedNoExecuteTaints).
+std::vector<Toleration> RankTolerations(std::string_view gpu_resource);
 // PodFactsOf of every pod (null entries skipped), and pointers to them as BuildFromFacts takes
 // them.
 struct PodFactsList {
@@ -121,6 +135,10 @@ class ClusterState {
   // REQUIRES: 0 <= id < snapshot().nodes.size().
   const std::string& NodeName(placement::NodeId id) const { return snapshot_.nodes[id].name; }
   const NodeHealth& Health(placement::NodeId id) const { return health_[id]; }
+  // What kube-scheduler's filters read of the node, and what the pods bound there request.
+  // REQUIRES: built with ClusterOptions::node_facts.
+  const NodeFacts& Facts(placement::NodeId id) const { return facts_[id]; }
+  const NodeUsage& Usage(placement::NodeId id) const { return usage_[id]; }
   // DomainId of a domain name, or placement::kNoDomain.
   placement::DomainId FindDomain(std::string_view name) const;
 
@@ -144,9 +162,13 @@ class ClusterState {
 
  private:
   void ApplyReservation(const Reservation& r, int sign);
+  // Adds a bound pod's requests to its node's usage.
+  void CountOnNode(const PodFacts& pod);
 
   placement::Snapshot snapshot_;
   std::vector<NodeHealth> health_;
+  std::vector<NodeFacts> facts_;
+  std::vector<NodeUsage> usage_;
   std::unordered_map<std::string, placement::NodeId> node_ids_;
   std::unordered_map<std::string, placement::DomainId> domain_ids_;
   std::map<std::string, Reservation> reservations_;
@@ -159,6 +181,9 @@ class ClusterState {
 int PodGpuRequest(const Json& pod, std::string_view resource = kGpuResource);
 // Phase Succeeded or Failed.
 bool PodTerminated(const Json& pod);
+// kube-scheduler's refusal of an unbound pod: its PodScheduled condition when that is False with
+// reason Unschedulable (message: why), else nullptr.
+const Json* UnschedulableCondition(const Json& pod);
 // True if the pod carries the labels of a gang rank; `job` and `rank` receive them.
 bool GangRankOf(const Json& pod, std::string* job, int* rank);
 

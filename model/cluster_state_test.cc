@@ -9,7 +9,7 @@ Json MakeNode(const std::string& name, const std::string& clique, int gpus = 4) 
   Json n = {{"metadata", {{"name", name}, {"labels", Json::object()}}},
             {"spec", Json::object()},
             {"status",
-             {{"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}}},
+             {{"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}, {"cpu", "144"}, {"memory", "960Gi"}, {"pods", "110"}}},
               {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
   if (!clique.empty()) n["metadata"]["labels"]["nvidia.com/gpu.clique"] = clique;
   return n;

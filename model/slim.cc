@@ -36,39 +36,33 @@ void KeepOwnAnnotations(Json& obj) {
   if (ann->empty()) md->erase(ann);
 }
 
-// Pod labels: only ours (the job / rank / preemptible labels); node labels: the domain labels.
-void KeepLabels(Json& obj, const ClusterOptions* node_options) {
+// Pod labels: only ours (the job / rank / preemptible labels). Node labels all stay: a job's
+// nodeSelector and node affinity may name any of them (model/feasibility.h).
+void KeepOwnLabels(Json& obj) {
   auto md = obj.find("metadata");
   if (md == obj.end() || !md->is_object()) return;
   auto labels = md->find("labels");
   if (labels == md->end() || !labels->is_object()) return;
   for (auto it = labels->begin(); it != labels->end();) {
     std::string_view k = it.key();
-    bool keep;
-    if (node_options != nullptr) {
-      keep = k == node_options->domain_label ||
-             (!node_options->domain_label_fallback.empty() && k == node_options->domain_label_fallback);
-    } else {
-      keep = k.size() > kGroup.size() && k.substr(0, kGroup.size()) == kGroup && k[kGroup.size()] == '/';
-    }
+    const bool keep =
+        k.size() > kGroup.size() && k.substr(0, kGroup.size()) == kGroup && k[kGroup.size()] == '/';
     it = keep ? std::next(it) : labels->erase(it);
   }
   if (labels->empty()) md->erase(labels);
 }
 
-// A resource list ({"cpu": ..., "nvidia.com/gpu": ...}): only `resource`.
-void KeepResource(Json& list, std::string_view resource) {
-  if (!list.is_object()) return;
-  for (auto it = list.begin(); it != list.end();) it = it.key() == resource ? std::next(it) : list.erase(it);
-}
-
-// Conditions: only those of type `type`.
-void KeepConditions(Json& status, std::string_view type) {
+// Conditions: only those whose type is in `types`.
+void KeepConditions(Json& status, std::initializer_list<std::string_view> types) {
   auto it = status.find("conditions");
   if (it == status.end() || !it->is_array()) return;
   Json kept = Json::array();
   for (Json& c : *it) {
-    if (c.is_object() && c.value("type", "") == type) kept.push_back(std::move(c));
+    if (!c.is_object()) continue;
+    const std::string type = c.value("type", "");
+    bool wanted = false;
+    for (std::string_view t : types) wanted = wanted || type == t;
+    if (wanted) kept.push_back(std::move(c));
   }
   if (kept.empty()) {
     status.erase(it);
@@ -77,16 +71,15 @@ void KeepConditions(Json& status, std::string_view type) {
   }
 }
 
-void SlimContainers(Json& spec, const char* field, std::string_view gpu_resource) {
+// Containers: what their requests need (every resource: a node's use counts them all).
+void SlimContainers(Json& spec, const char* field) {
   auto it = spec.find(field);
   if (it == spec.end() || !it->is_array()) return;
   for (Json& c : *it) {
     KeepOnly(c, {"name", "resources", "restartPolicy"});
     if (!c.is_object()) continue;
     auto res = c.find("resources");
-    if (res == c.end() || !res->is_object()) continue;
-    KeepOnly(*res, {"requests", "limits"});
-    for (auto& [k, list] : res->items()) KeepResource(list, gpu_resource);
+    if (res != c.end()) KeepOnly(*res, {"requests", "limits"});
   }
 }
 
@@ -105,35 +98,34 @@ void SlimMetadata(Json& obj) {
 
 }  // namespace
 
-void SlimPod(Json& pod, const ClusterOptions& options) {
+void SlimPod(Json& pod, const ClusterOptions& /*options*/) {
   if (!pod.is_object()) return;
   KeepOnly(pod, {"metadata", "spec", "status"});
   SlimMetadata(pod);
-  KeepLabels(pod, nullptr);
+  KeepOwnLabels(pod);
   KeepOwnAnnotations(pod);
   if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
     KeepOnly(*spec, {"nodeName", "schedulerName", "priority", "terminationGracePeriodSeconds",
-                     "containers", "initContainers"});
-    SlimContainers(*spec, "containers", options.gpu_resource);
-    SlimContainers(*spec, "initContainers", options.gpu_resource);
+                     "containers", "initContainers", "overhead"});
+    SlimContainers(*spec, "containers");
+    SlimContainers(*spec, "initContainers");
   }
   if (auto status = pod.find("status"); status != pod.end() && status->is_object()) {
     KeepOnly(*status, {"phase", "reason", "nominatedNodeName", "conditions"});
-    KeepConditions(*status, "DisruptionTarget");
+    // PodScheduled: kube-scheduler's verdict on an unbound rank (the operator's safety net).
+    KeepConditions(*status, {"DisruptionTarget", "PodScheduled"});
   }
 }
 
-void SlimNode(Json& node, const ClusterOptions& options) {
+void SlimNode(Json& node, const ClusterOptions& /*options*/) {
   if (!node.is_object()) return;
   KeepOnly(node, {"metadata", "spec", "status"});
   SlimMetadata(node);
-  KeepLabels(node, &options);
   KeepOwnAnnotations(node);
   if (auto spec = node.find("spec"); spec != node.end()) KeepOnly(*spec, {"unschedulable", "taints"});
   if (auto status = node.find("status"); status != node.end() && status->is_object()) {
     KeepOnly(*status, {"allocatable", "conditions"});
-    if (auto a = status->find("allocatable"); a != status->end()) KeepResource(*a, options.gpu_resource);
-    KeepConditions(*status, "Ready");
+    KeepConditions(*status, {"Ready"});
   }
 }
 

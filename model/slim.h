@@ -16,14 +16,15 @@ namespace nvl72::model {
 
 // Keeps metadata.name, namespace, uid, resourceVersion, deletionTimestamp,
 // deletionGracePeriodSeconds, the nvl72.dev/ labels and annotations; spec.nodeName,
-// schedulerName, priority, terminationGracePeriodSeconds; of each container and init container
-// name, restartPolicy and the requests / limits of `options.gpu_resource`; status.phase, reason,
-// nominatedNodeName and the DisruptionTarget condition. Pods are never written back from a cache.
+// schedulerName, priority, terminationGracePeriodSeconds, overhead; of each container and init
+// container name, restartPolicy and the requests / limits of every resource (a node's use counts
+// them all); status.phase, reason, nominatedNodeName and the DisruptionTarget and PodScheduled
+// conditions. Pods are never written back from a cache.
 void SlimPod(nlohmann::json& pod, const ClusterOptions& options);
 
-// Keeps metadata.name, uid, resourceVersion, deletionTimestamp, the domain labels of `options`
-// and the nvl72.dev/ annotations; spec.unschedulable, taints; status.allocatable of
-// `options.gpu_resource` and the Ready condition.
+// Keeps metadata.name, uid, resourceVersion, deletionTimestamp, every label (a job's nodeSelector
+// and node affinity may name any) and the nvl72.dev/ annotations; spec.unschedulable, taints;
+// status.allocatable (every resource) and the Ready condition.
 void SlimNode(nlohmann::json& node, const ClusterOptions& options);
 
 }  // namespace nvl72::model

@@ -29,6 +29,7 @@ Json FullPod(const std::string& name, const std::string& node, int gpus, const s
                          "fieldsV1": {"f:spec": {"f:containers": {}}}}]},
     "spec": {"schedulerName": "nvl72-scheduler", "priority": 100, "terminationGracePeriodSeconds": 30,
       "restartPolicy": "Never", "dnsPolicy": "ClusterFirst", "serviceAccountName": "default",
+      "overhead": {"cpu": "250m"},
       "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
       "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}},
       "volumes": [{"name": "kube-api-access", "projected": {"sources": []}}],
@@ -39,7 +40,9 @@ Json FullPod(const std::string& name, const std::string& node, int gpus, const s
                       "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run"}],
                       "resources": {"requests": {"cpu": "1"}, "limits": {"nvidia.com/gpu": "4"}}}]},
     "status": {"conditions": [{"type": "DisruptionTarget", "status": "True",
-                               "reason": "DeletionByTaintManager"}],
+                               "reason": "DeletionByTaintManager"},
+                              {"type": "PodScheduled", "status": "True"},
+                              {"type": "Ready", "status": "False"}],
       "reason": "NodeLost", "message": "node gone", "nominatedNodeName": "a1",
       "startTime": "2026-12-02T10:00:01Z", "hostIP": "10.0.0.1", "podIP": "10.1.0.1",
       "podIPs": [{"ip": "10.1.0.1"}], "qosClass": "Burstable",
@@ -91,15 +94,18 @@ TEST(SlimTest, PodKeepsWhatPlacementReadsAndDropsTheRest) {
       "resourceVersion": "42", "labels": {"nvl72.dev/job": "moe", "nvl72.dev/rank": "3"},
       "annotations": {"nvl72.dev/node": "a0"},
       "ownerReferences": [{"uid": "j-1", "controller": true}]})"));
+  // Requests of every resource and the overhead stay: a node's use counts them all.
   EXPECT_EQ(slim["spec"], Json::parse(R"({"nodeName": "a0", "schedulerName": "nvl72-scheduler",
-      "priority": 100, "terminationGracePeriodSeconds": 30,
+      "priority": 100, "terminationGracePeriodSeconds": 30, "overhead": {"cpu": "250m"},
       "initContainers": [{"name": "init", "restartPolicy": "Always",
                           "resources": {"requests": {"nvidia.com/gpu": "1"}}}],
-      "containers": [{"name": "trainer", "resources": {"requests": {},
+      "containers": [{"name": "trainer", "resources": {"requests": {"cpu": "1"},
                                                        "limits": {"nvidia.com/gpu": "4"}}}]})"));
+  // PodScheduled stays (the safety net reads it); other conditions go.
   EXPECT_EQ(slim["status"], Json::parse(R"({"phase": "Failed", "reason": "NodeLost",
       "nominatedNodeName": "a1", "conditions": [{"type": "DisruptionTarget", "status": "True",
-                                                 "reason": "DeletionByTaintManager"}]})"));
+                                                 "reason": "DeletionByTaintManager"},
+                                                {"type": "PodScheduled", "status": "True"}]})"));
   EXPECT_FALSE(slim.contains("kind"));
 }
 
@@ -107,18 +113,20 @@ TEST(SlimTest, NodeKeepsWhatPlacementReadsAndDropsTheRest) {
   const Json full = FullNode("a0", "rack-a", true, true);
   Json slim = full;
   SlimNode(slim, Options());
+  // Every label stays (a job's nodeSelector may name any), and all of allocatable.
   EXPECT_EQ(slim["metadata"], Json::parse(R"({"name": "a0", "uid": "n-1", "resourceVersion": "7",
-      "labels": {"nvidia.com/gpu.clique": "rack-a"}})"));
+      "labels": {"nvidia.com/gpu.clique": "rack-a", "kubernetes.io/hostname": "x",
+                 "type": "kwok"}})"));
   EXPECT_EQ(slim["spec"], Json({{"taints", full["spec"]["taints"]}, {"unschedulable", true}}));
-  EXPECT_EQ(slim["status"], Json({{"allocatable", {{"nvidia.com/gpu", "4"}}},
+  EXPECT_EQ(slim["status"], Json({{"allocatable", full["status"]["allocatable"]},
                                   {"conditions", full["status"]["conditions"]}}));
-  // The fallback domain label is kept too; other conditions go.
+  // Other conditions go.
   Json fb = FullNode("b0", "rack-b", false, false);
   fb["metadata"]["labels"].erase("nvidia.com/gpu.clique");
   fb["metadata"]["labels"]["example.com/rack"] = "r7";
   fb["status"]["conditions"].push_back({{"type", "MemoryPressure"}, {"status", "False"}});
   SlimNode(fb, Options());
-  EXPECT_EQ(fb["metadata"]["labels"], Json({{"example.com/rack", "r7"}}));
+  EXPECT_EQ(fb["metadata"]["labels"]["example.com/rack"], "r7");
   ASSERT_EQ(fb["status"]["conditions"].size(), 1u);
   EXPECT_EQ(fb["status"]["conditions"][0]["type"], "Ready");
 }

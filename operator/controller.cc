@@ -171,7 +171,6 @@ Status Controller::Run(std::stop_token stop) {
   ropts.cluster.domain_label = options_.domain_label;
   ropts.cluster.domain_label_fallback = options_.domain_label_fallback;
   ropts.cluster.gpu_resource = options_.gpu_resource;
-  ropts.cluster.tolerated_taint_keys = {options_.gpu_resource};
   ropts.policy = options_.policy;
   ropts.spares_per_domain = options_.spares_per_domain;
   ropts.spare_reserve = options_.spare_reserve;
@@ -186,6 +185,8 @@ Status Controller::Run(std::stop_token stop) {
   ropts.defrag.min_interval = std::chrono::seconds(options_.defrag_min_interval_seconds);
   ropts.defrag.cooldown = std::chrono::seconds(options_.defrag_cooldown_seconds);
   ropts.defrag.move_timeout = std::chrono::seconds(options_.defrag_move_timeout_seconds);
+  ropts.safety_net.bound = std::chrono::seconds(options_.unschedulable_replan_seconds);
+  ropts.safety_net.max_replans = options_.max_replans;
   Reconciler reconciler(client_, &store, &recorder, metrics_,
                         [&](const std::string& key) { queue.Add(key); }, ropts);
   reconciler.SetEnqueueAfter(

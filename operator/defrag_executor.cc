@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kube/object.h"
+#include "model/job_nodes.h"
 #include "model/names.h"
 #include "operator/job_objects.h"
 #include "operator/log.h"
@@ -111,7 +112,7 @@ DefragDecision PlanDefragMoves(const placement::PlacementPolicy& policy,
   for (const DefragWaitingJob& w : waiting) {
     if (w.spec->mode != placement::TopologyMode::kRequired) continue;
     const std::string wkey = kube::KeyOf(*w.job);
-    const placement::GangRequest req = model::ToGangRequest(*w.spec, wkey, w.priority);
+    const placement::GangRequest& req = w.request;
     if (free_total < req.TotalGpus()) continue;
     // PlanDefrag tries combinations per domain: bound the work of one admission pass.
     if (++tried > kMaxGangsPlannedPerPass) break;
@@ -140,7 +141,10 @@ DefragDecision PlanDefragMoves(const placement::PlacementPolicy& policy,
     bool all_placed = true;
     for (int m : plan.moves) {
       const size_t i = static_cast<size_t>(m);
-      const placement::GangRequest mreq = model::ToGangRequest(running_specs[i], running[i].key);
+      const placement::GangRequest mreq =
+          model::JudgeJob(after, *running_jobs[i], running_specs[i], running[i].key, 0,
+                          options.gpu_resource)
+              .request;
       placement::GangDecision md = policy.PlaceGang(after.snapshot(), mreq);
       if (!md.placed) {
         why_not = wkey + ": " + running[i].key + " would find no other nodes: " + md.reason;

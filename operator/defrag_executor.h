@@ -65,6 +65,9 @@ struct DefragOptions {
   // A move whose ranks do not all run again within this (from lastDefragMoveTime) ends: Moved
   // False / MoveTimedOut, and it stops counting against max_concurrent_moves.
   std::chrono::seconds move_timeout{600};
+  // The GPU resource (the reconciler sets its cluster option): what the rank pods' constraints
+  // leave to the placement core (model::JudgeJob).
+  std::string gpu_resource = std::string(model::kGpuResource);
 };
 
 // A job the admission pass could not place, in admission order.
@@ -72,6 +75,7 @@ struct DefragWaitingJob {
   const Json* job = nullptr;
   const model::JobSpec* spec = nullptr;
   int priority = 0;
+  placement::GangRequest request;  // as the admission pass judged it (model::JudgeJob)
 };
 
 struct DefragMove {

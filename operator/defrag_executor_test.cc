@@ -1,5 +1,7 @@
 #include "operator/defrag_executor.h"
 
+#include "model/job_nodes.h"
+
 #include <gtest/gtest.h>
 
 #include "kube/object.h"
@@ -77,8 +79,12 @@ class DefragTest : public test_fixtures::OperatorFixture {
     std::vector<const Json*> ptrs;
     for (const auto& j : in.jobs) ptrs.push_back(&j);
     auto policy = placement::MakePolicy("nvl72");
-    return PlanDefragMoves(*policy, in.state, {{in.waiting, &in.waiting_spec, 0}}, ptrs, options,
-                           now_, last_plan);
+    const placement::GangRequest request =
+        model::JudgeJob(in.state, *in.waiting, in.waiting_spec, kube::KeyOf(*in.waiting), 0,
+                        options.gpu_resource)
+            .request;
+    return PlanDefragMoves(*policy, in.state, {{in.waiting, &in.waiting_spec, 0, request}}, ptrs,
+                           options, now_, last_plan);
   }
   Json& JobIn(Inputs& in, const std::string& name) {
     for (auto& j : in.jobs) {

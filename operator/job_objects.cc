@@ -43,21 +43,28 @@ void SetEnv(Json& container, const std::string& name, const std::string& value) 
   env.push_back({{"name", name}, {"value", value}});
 }
 
-// Rank pods tolerate the node lifecycle NoExecute taints without a time limit, replacing any
-// toleration of the template for those keys with NoExecute effect (the job's notReadyGraceSeconds
-// is the one knob; see model::kRankToleratedNoExecuteTaints). Other tolerations stay.
-void SetNodeLifecycleTolerations(Json& podspec) {
+// Rank pods get model::RankTolerations: the GPU resource's NoSchedule taint, and the node lifecycle
+// NoExecute taints without a time limit (the job's notReadyGraceSeconds is the one knob; see
+// model::kRankToleratedNoExecuteTaints). A template toleration with the same key and effect is
+// replaced; other tolerations stay.
+void SetRankTolerations(Json& podspec, std::string_view gpu_resource) {
+  const std::vector<model::Toleration> ours = model::RankTolerations(gpu_resource);
+  auto replaced = [&](const Json& t) {
+    if (!t.is_object()) return false;
+    for (const auto& o : ours) {
+      if (t.value("key", "") == o.key && t.value("effect", "") == o.effect) return true;
+    }
+    return false;
+  };
   Json kept = Json::array();
   const Json& tolerations = podspec.contains("tolerations") ? podspec["tolerations"] : Json();
   if (tolerations.is_array()) {
     for (const auto& t : tolerations) {
-      const bool ours = t.is_object() && t.value("effect", "") == "NoExecute" &&
-                        model::RankToleratesNoExecute(t.value("key", ""));
-      if (!ours) kept.push_back(t);
+      if (!replaced(t)) kept.push_back(t);
     }
   }
-  for (std::string_view key : model::kRankToleratedNoExecuteTaints) {
-    kept.push_back({{"key", Str(key)}, {"operator", "Exists"}, {"effect", "NoExecute"}});
+  for (const auto& o : ours) {
+    kept.push_back({{"key", o.key}, {"operator", o.op}, {"effect", o.effect}});
   }
   podspec["tolerations"] = std::move(kept);
 }
@@ -119,7 +126,7 @@ Json BuildRankPod(const Json& job, const model::JobSpec& spec, const model::Rank
   podspec["hostname"] = model::RankPodName(job_name, rank.rank);
   podspec["subdomain"] = job_name;
   if (!podspec.contains("restartPolicy")) podspec["restartPolicy"] = "Never";
-  SetNodeLifecycleTolerations(podspec);
+  SetRankTolerations(podspec, gpu_resource);
 
   // Required node affinity on the planned node, ANDed into every existing required term.
   Json expr = {{"key", Str(model::kHostnameLabel)}, {"operator", "In"}, {"values", {rank.node}}};
@@ -224,6 +231,9 @@ PodSummary SummarizePods(const model::JobPlacement& placement,
         ++s.misplaced;
       }
     }
+    if (const Json* c = model::UnschedulableCondition(*p); c != nullptr && s.refused.empty()) {
+      s.refused = "rank " + std::to_string(rank) + " on " + a->node + ": " + c->value("message", "");
+    }
     std::string phase;
     if (p->contains("status")) phase = (*p)["status"].value("phase", "");
     if (phase == "Running") ++s.running;
@@ -287,8 +297,11 @@ bool ApplyPlacedStatus(Json& status, const model::JobPlacement& placement, const
     std::string msg = std::to_string(s.bound) + " of " + n + " rank pods bound";
     if (s.created < s.ranks) msg += ", " + std::to_string(s.ranks - s.created) + " not created yet";
     if (s.misplaced > 0) msg += ", " + std::to_string(s.misplaced) + " bound to another node";
-    changed |= SetCondition(status, model::kConditionPlaced, "False",
-                            s.misplaced > 0 ? "Misplaced" : "PodsPending", msg, generation, now);
+    if (!s.refused.empty()) msg += "; kube-scheduler refuses " + s.refused;
+    const std::string_view reason = s.misplaced > 0      ? "Misplaced"
+                                    : !s.refused.empty() ? "Unschedulable"
+                                                         : "PodsPending";
+    changed |= SetCondition(status, model::kConditionPlaced, "False", reason, msg, generation, now);
   }
   std::string state = "Admitted";
   if (s.failed > 0) {

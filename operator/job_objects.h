@@ -22,7 +22,8 @@ using Json = nlohmann::json;
 // The pod of `rank`: spec.template plus name "<job>-<rank>", labels nvl72.dev/job + nvl72.dev/rank,
 // annotation nvl72.dev/node = planned node, controller ownerReference to the job, env NVL72_RANK,
 // NVL72_WORLD_SIZE, MASTER_ADDR (<job>-0.<job>.<ns>.svc), MASTER_PORT in every container,
-// hostname/subdomain for rank DNS, schedulerName nvl72-scheduler, a required node affinity on
+// hostname/subdomain for rank DNS, schedulerName nvl72-scheduler, model::RankTolerations (the GPU
+// resource's NoSchedule taint, the node lifecycle NoExecute taints), a required node affinity on
 // kubernetes.io/hostname = planned node (ANDed into every existing required term), restartPolicy
 // Never unless the template sets one, and `gpus_per_replica` GPUs on the first container when no
 // container asks for any.
@@ -48,6 +49,9 @@ struct PodSummary {
   int succeeded = 0;
   int failed = 0;
   std::string first_failed_pod;
+  // The first rank kube-scheduler refuses (model::UnschedulableCondition): "rank 3 on <node>: <its
+  // message>"; the safety net re-plans the gang if it lasts (operator/safety_net.h).
+  std::string refused;
 };
 // `pods` are the job's pods (any order; pods that are no rank of this placement are ignored).
 PodSummary SummarizePods(const model::JobPlacement& placement, const std::vector<const Json*>& pods);

@@ -1,5 +1,7 @@
 #include "operator/job_objects.h"
 
+#include "model/names.h"
+
 #include <gtest/gtest.h>
 
 #include <map>
@@ -87,7 +89,47 @@ TEST(BuildRankPodTest, ToleratesNodeLifecycleTaintsWithoutATimeLimit) {
     EXPECT_EQ(no_execute[key]["operator"], "Exists");
     EXPECT_FALSE(no_execute[key].contains("tolerationSeconds")) << key;
   }
-  EXPECT_EQ(others, 2) << "the template's NoSchedule tolerations stay";
+  // The template's two NoSchedule tolerations stay, and the GPU resource's taint is tolerated (the
+  // ExtendedResourceToleration admission plugin is off by default, so the operator adds it).
+  EXPECT_EQ(others, 3);
+  bool gpu = false;
+  for (const auto& t : pod["spec"]["tolerations"]) {
+    gpu = gpu || (t.value("key", "") == "nvidia.com/gpu" && t.value("operator", "") == "Exists" &&
+                  t.value("effect", "") == "NoSchedule");
+  }
+  EXPECT_TRUE(gpu) << pod["spec"]["tolerations"].dump();
+}
+
+// A rank kube-scheduler refuses on its planned node: the Placed condition says so with its message.
+TEST(SummaryTest, ARefusedRankIsNamedWithTheSchedulersMessage) {
+  model::JobPlacement p;
+  p.domains = {"d"};
+  p.ranks = {{0, "n0", "j-0"}, {1, "n1", "j-1"}};
+  Json bound = {{"metadata", {{"name", "j-0"}, {"labels", {{"nvl72.dev/job", "j"}, {"nvl72.dev/rank", "0"}}}}},
+                {"spec", {{"nodeName", "n0"}}},
+                {"status", {{"phase", "Running"}}}};
+  Json refused = {
+      {"metadata", {{"name", "j-1"}, {"labels", {{"nvl72.dev/job", "j"}, {"nvl72.dev/rank", "1"}}}}},
+      {"spec", Json::object()},
+      {"status",
+       {{"phase", "Pending"},
+        {"conditions",
+         {{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"},
+           {"message", "0/2 nodes are available: 1 Insufficient cpu."}}}}}}};
+  PodSummary s = SummarizePods(p, {&bound, &refused});
+  EXPECT_EQ(s.refused, "rank 1 on n1: 0/2 nodes are available: 1 Insufficient cpu.");
+  Json status;
+  ApplyPlacedStatus(status, p, s, 1, std::chrono::system_clock::now());
+  const Json job = {{"status", status}};
+  const Json* placed = model::FindCondition(job, model::kConditionPlaced);
+  ASSERT_NE(placed, nullptr);
+  EXPECT_EQ((*placed)["reason"], "Unschedulable");
+  EXPECT_EQ((*placed)["message"],
+            "1 of 2 rank pods bound; kube-scheduler refuses rank 1 on n1: 0/2 nodes are available: "
+            "1 Insufficient cpu.");
+  // Another reason than Unschedulable (an extender error) is not a refusal.
+  refused["status"]["conditions"][0]["reason"] = "SchedulerError";
+  EXPECT_EQ(SummarizePods(p, {&bound, &refused}).refused, "");
 }
 
 TEST(ConditionsTest, TransitionTimeMovesOnlyOnStatusChange) {

@@ -155,6 +155,10 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   recovery_seconds_ = &Build<Histogram>(
       r, "nvl72_operator_recovery_duration_seconds",
       "From the recovery decision to every rank running again, by outcome (in_place, moved)");
+  replans_ = &Build<Counter>(r, "nvl72_operator_replans_total",
+                             "Gangs whose reservation the safety net released because kube-scheduler "
+                             "refused a rank on its planned node (docs/operator.md)")
+                  .Add({});
   defrag_moves_ = &Build<Counter>(r, "nvl72_operator_defrag_moves_total",
                                   "Defragmentation moves by result (started, completed, failed)");
   api_seconds_ = &Build<Histogram>(r, "nvl72_operator_api_request_duration_seconds",
@@ -241,6 +245,8 @@ double Metrics::ReconcileCount(std::string_view kind, std::string_view result) c
 }
 
 void Metrics::CountRetry() { retries_->Increment(); }
+
+void Metrics::CountReplan() { replans_->Increment(); }
 
 void Metrics::SetWorkQueue(size_t ready, size_t delayed) {
   queue_depth_->Set(static_cast<double>(ready));

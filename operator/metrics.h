@@ -99,6 +99,8 @@ class Metrics {
   void CountRecovery(std::string_view outcome, std::optional<double> seconds);
   // result: kDefragResults ("started" when a move is issued, then "completed" or "failed").
   void CountDefragMove(std::string_view result);
+  // A gang re-planned by the safety net (operator/safety_net.h).
+  void CountReplan();
 
   // --- API server requests (kube::HttpClient's RequestObserver)
   void ObserveApiRequest(std::string_view verb, int code, double seconds);
@@ -109,6 +111,7 @@ class Metrics {
   double WaitingJobs() const { return waiting_->Value(); }
   double RecoveryCount(std::string_view outcome) const;
   double DefragMoves(std::string_view result) const;
+  double Replans() const { return replans_->Value(); }
 
  private:
   class HookedCollectable;
@@ -132,6 +135,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>* reconciles_;
   prometheus::Family<prometheus::Histogram>* reconcile_seconds_;
   prometheus::Counter* retries_;
+  prometheus::Counter* replans_;
   prometheus::Gauge* queue_depth_;
   prometheus::Gauge* queue_delayed_;
   prometheus::Gauge* leader_;

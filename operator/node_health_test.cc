@@ -11,7 +11,7 @@ Json Node(const std::string& name, const std::string& ready, const std::string& 
   Json n = {{"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.clique", "r"}}}}},
             {"spec", Json::object()},
             {"status",
-             {{"allocatable", {{"nvidia.com/gpu", "4"}}},
+             {{"allocatable", {{"nvidia.com/gpu", "4"}, {"cpu", "144"}, {"memory", "960Gi"}, {"pods", "110"}}},
               {"conditions", {{{"type", "Ready"}, {"status", ready}}}}}}};
   if (!since.empty()) n["status"]["conditions"][0]["lastTransitionTime"] = since;
   return n;

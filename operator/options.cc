@@ -59,6 +59,11 @@ Usage: nvl72-operator [flags]
   --defrag-grace-seconds N     deletion grace period of a moved job's pods, for checkpointing (default 30)
   --defrag-move-timeout-seconds N  a move whose ranks do not all run again within this ends as
                                MoveTimedOut and frees the budget (default 600)
+  --unschedulable-replan-seconds N  a rank pod kube-scheduler refuses on its planned node for this
+                               long releases its gang's reservation, and the gang is planned again
+                               without that node (doubles with each re-plan; default 60)
+  --max-replans N              re-plans of one job (per spec generation) before it waits for a spec
+                               change (default 3)
   --log-format FORMAT          text | json (one JSON object per line; default text)
   --help                       this text
   --version                    print the version
@@ -90,7 +95,9 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
                                       {"defrag-cooldown-seconds", &o.defrag_cooldown_seconds},
                                       {"defrag-grace-seconds", &o.defrag_grace_seconds},
                                       {"defrag-move-timeout-seconds", &o.defrag_move_timeout_seconds},
-                                      {"health-stall-seconds", &o.health_stall_seconds}};
+                                      {"health-stall-seconds", &o.health_stall_seconds},
+                                      {"unschedulable-replan-seconds", &o.unschedulable_replan_seconds},
+                                      {"max-replans", &o.max_replans}};
   std::map<std::string, bool*> bools = {
       {"leader-elect", &o.leader_elect}, {"help", &o.help}, {"version", &o.version},
       {"defrag", &o.defrag}};
@@ -160,6 +167,10 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   if (o.defrag_move_timeout_seconds < 1) {
     return InvalidArgumentError("--defrag-move-timeout-seconds: must be >= 1");
   }
+  if (o.unschedulable_replan_seconds < 1) {
+    return InvalidArgumentError("--unschedulable-replan-seconds: must be >= 1");
+  }
+  if (o.max_replans < 0) return InvalidArgumentError("--max-replans: must be >= 0");
   if (o.defrag_max_concurrent_moves < 1) {
     return InvalidArgumentError("--defrag-max-concurrent-moves: must be >= 1");
   }

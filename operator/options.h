@@ -49,6 +49,11 @@ struct Options {
   // A move whose ranks do not all run again this long after it began ends as MoveTimedOut and no
   // longer holds the budget (else one stuck job would stop defragmentation for good).
   int defrag_move_timeout_seconds = 600;
+  // The safety net (operator/safety_net.h): a rank kube-scheduler refuses on its planned node for
+  // this long releases its gang's reservation, which is planned again without that node; after
+  // max_replans re-plans the job waits until its spec changes.
+  int unschedulable_replan_seconds = 60;
+  int max_replans = 3;
   std::string log_format = "text";             // text | json
   // /healthz fails when keys are ready in the work queue but no reconcile finished for this long.
   int health_stall_seconds = 300;  // 0 = off

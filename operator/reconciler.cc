@@ -8,6 +8,7 @@
 
 #include "kube/errors.h"
 #include "kube/object.h"
+#include "model/job_nodes.h"
 #include "model/names.h"
 #include "operator/job_objects.h"
 #include "operator/log.h"
@@ -65,6 +66,7 @@ Reconciler::Reconciler(kube::Client* client, const ObjectStore* store, kube::Eve
                                                         .admission_key = kAdmissionKey,
                                                         .metrics = metrics_,
                                                         .assume = assume});
+  options_.defrag.gpu_resource = options_.cluster.gpu_resource;
   defrag_ = std::make_unique<DefragExecutor>(
       client_, events_, policy_.get(), enqueue_,
       DefragExecutor::Config{
@@ -220,7 +222,7 @@ Status Reconciler::AdmitPending() {
   std::vector<Pending> pending;
   for (const auto& j : jobs) {
     if (kube::IsBeingDeleted(*j) || model::JobFinished(*j) || !HasFinalizer(*j)) continue;
-    if (EffectivePlacement(*j).has_value()) continue;
+    if (EffectivePlacement(*j).has_value() || ReplanLimitReached(*j)) continue;
     auto spec = model::ParseJobSpec(kube::AtPath(*j, "/spec"));
     if (!spec.ok()) continue;  // the job reconcile reports it
     int prio = model::JobPriority(*j, PriorityClassValue(model::PriorityClassName(*j)));
@@ -239,15 +241,20 @@ Status Reconciler::AdmitPending() {
   std::vector<placement::JobShape> waiting_shapes;  // what stranded capacity is measured against
   for (auto& p : pending) {
     const auto t0 = Clock::now();
-    placement::GangDecision d =
-        policy_->PlaceGang(state.snapshot(), model::ToGangRequest(p.spec, p.key, p.priority));
+    const model::JobVerdict verdict = model::JudgeJob(state, *p.job, p.spec, p.key, p.priority,
+                                                      options_.cluster.gpu_resource);
+    placement::GangDecision d;
+    if (verdict.error.empty()) d = policy_->PlaceGang(state.snapshot(), verdict.request);
     const double secs = SecondsSince(t0);
     stats.decision_seconds.push_back(secs);
     if (metrics_ != nullptr) metrics_->ObserveDecision(secs);
 
     if (!d.placed) {
+      d.reason = verdict.error.empty()
+                     ? model::WaitingReason(state.snapshot(), verdict.request, verdict.nodes, d)
+                     : verdict.error;
       ++stats.waiting;
-      still_waiting.push_back({p.job, &p.spec, p.priority});
+      still_waiting.push_back({p.job, &p.spec, p.priority, verdict.request});
       longest_wait = std::max(longest_wait, AgeSeconds(*p.job, now));
       waiting_shapes.push_back(
           {.nodes = p.spec.EffectiveSegmentSize(), .gpus_per_node = p.spec.gpus_per_replica});
@@ -454,6 +461,42 @@ Status Reconciler::EnsureObjects(const Json& job, const model::JobSpec& spec,
   return first_error;
 }
 
+StatusOr<bool> Reconciler::CheckRefusedRanks(const Json& job, const model::JobPlacement& placement,
+                                             const std::vector<ObjectPtr>& pods) {
+  std::vector<const Json*> pod_ptrs;
+  for (const auto& p : pods) pod_ptrs.push_back(p.get());
+  SafetyNetDecision d =
+      DecideSafetyNet(job, placement, pod_ptrs, options_.safety_net, wall_clock_());
+  if (d.recheck_after && enqueue_after_) {
+    enqueue_after_(kube::KeyOf(job), *d.recheck_after + std::chrono::milliseconds(100));
+  }
+  if (!d.replan) return false;
+  NVL72_RETURN_IF_ERROR(WriteStatus(job, std::move(d.status)));
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    assumed_.erase(kube::KeyOf(job));
+  }
+  NVL72_LOG(kWarning).Job(kube::KeyOf(job)) << kube::KeyOf(job) << ": " << d.message;
+  Event(job, true, "RankUnschedulable", "Replan", d.message);
+  if (metrics_ != nullptr) metrics_->CountReplan();
+  NVL72_RETURN_IF_ERROR(DeleteLeftoverRanks(job, pods));
+  enqueue_(kAdmissionKey);
+  return true;
+}
+
+Status Reconciler::DeleteLeftoverRanks(const Json& job, const std::vector<ObjectPtr>& pods) {
+  Status first_error;
+  for (const auto& p : pods) {
+    if (kube::IsBeingDeleted(*p) || model::PodTerminated(*p)) continue;
+    if (!model::GangRankOf(*p, nullptr, nullptr) || kube::ControllerUid(*p) != kube::Uid(job)) {
+      continue;
+    }
+    Status s = client_->Delete(kube::kPods, kube::Namespace(*p), kube::Name(*p));
+    if (!s.ok() && !kube::IsNotFound(s) && first_error.ok()) first_error = s;
+  }
+  return first_error;
+}
+
 Status Reconciler::ReconcileJob(const std::string& key) {
   ObjectPtr job = store_->Job(key);
   if (job == nullptr) {
@@ -488,11 +531,11 @@ Status Reconciler::ReconcileJob(const std::string& key) {
     return Status::Ok();
   }
   std::optional<model::JobPlacement> placement = EffectivePlacement(*job);
+  std::vector<ObjectPtr> pods = store_->PodsOfJob(kube::Namespace(*job), kube::Name(*job));
   if (!placement.has_value()) {
     enqueue_(kAdmissionKey);
-    return Status::Ok();
+    return DeleteLeftoverRanks(*job, pods);
   }
-  std::vector<ObjectPtr> pods = store_->PodsOfJob(kube::Namespace(*job), kube::Name(*job));
   const bool finished = model::JobFinished(*job);
   if (finished) {
     // A failed job gives its GPUs back: stop the ranks that still run.
@@ -524,6 +567,9 @@ Status Reconciler::ReconcileJob(const std::string& key) {
       if (!ended.ok()) return ended.status();
       if (*ended) return Status::Ok();
     }
+  }
+  if (auto released = CheckRefusedRanks(*job, *placement, pods); !released.ok() || *released) {
+    return released.ok() ? Status::Ok() : released.status();
   }
   NVL72_RETURN_IF_ERROR(EnsureObjects(*job, *spec, *placement, pods));
 

@@ -35,6 +35,7 @@
 #include "operator/metrics.h"
 #include "operator/object_store.h"
 #include "operator/recovery.h"
+#include "operator/safety_net.h"
 #include "placement/policy.h"
 
 namespace nvl72::op {
@@ -48,6 +49,7 @@ struct ReconcilerOptions {
   std::string field_manager = "nvl72-operator";
   RecoveryOptions recovery;  // node failures of admitted jobs (operator/recovery.h)
   DefragOptions defrag;      // moves of preemptible jobs for waiting gangs (operator/defrag_executor.h)
+  SafetyNetOptions safety_net;  // ranks kube-scheduler refuses on their planned node (safety_net.h)
 };
 
 class Reconciler {
@@ -125,6 +127,11 @@ class Reconciler {
   Status EnsureObjects(const Json& job, const model::JobSpec& spec,
                        const model::JobPlacement& placement, const std::vector<ObjectPtr>& pods);
   Status WriteStatus(const Json& job, Json status);
+  // The safety net (operator/safety_net.h). Returns true when it released the job's reservation.
+  StatusOr<bool> CheckRefusedRanks(const Json& job, const model::JobPlacement& placement,
+                                   const std::vector<ObjectPtr>& pods);
+  // Deletes the rank pods of a job that holds no placement (left by a re-plan).
+  Status DeleteLeftoverRanks(const Json& job, const std::vector<ObjectPtr>& pods);
   void Event(const Json& obj, bool warning, const std::string& reason, const std::string& action,
              const std::string& note);
 

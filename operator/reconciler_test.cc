@@ -27,7 +27,7 @@ Json Node(int rack, int i) {
               {"kubernetes.io/hostname", name}}}}},
           {"spec", Json::object()},
           {"status",
-           {{"allocatable", {{"nvidia.com/gpu", "4"}}},
+           {{"allocatable", {{"nvidia.com/gpu", "4"}, {"cpu", "144"}, {"memory", "960Gi"}, {"pods", "110"}}},
             {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
 }
 

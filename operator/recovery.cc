@@ -7,6 +7,7 @@
 
 #include "kube/errors.h"
 #include "kube/object.h"
+#include "model/job_nodes.h"
 #include "model/names.h"
 #include "operator/job_objects.h"
 #include "operator/log.h"
@@ -300,7 +301,10 @@ RecoveryPlan PlanRecovery(const placement::PlacementPolicy& policy, const Recove
   }
   for (auto& n : snap.nodes) n.gpu_reclaimable = std::min(n.gpu_reclaimable, n.gpu_used);
 
-  const placement::GangRequest request = model::ToGangRequest(spec, key);
+  // The job's own constraints (model::JudgeJob): replacements go only where kube-scheduler will
+  // take the rank pod.
+  const placement::GangRequest request =
+      model::JudgeJob(state, job, spec, key, 0, in.gpu_resource).request;
   placement::GangPlacement current = CurrentPlacement(state, plan.placement, spec);
   std::vector<int> failed_ranks;
   for (const auto& f : plan.failed) failed_ranks.push_back(f.rank);

@@ -65,7 +65,15 @@ struct ClusterView {
 };
 
 struct ViewOptions {
-  model::ClusterOptions cluster;
+  // mark_tainted is false: kube-scheduler's TaintToleration filter has judged the pod's own
+  // tolerations before it calls the extender, so a taint never makes the extender refuse a node.
+  // node_facts is false: the extender never judges a job's constraints (the operator does).
+  model::ClusterOptions cluster = [] {
+    model::ClusterOptions c;
+    c.mark_tainted = false;
+    c.node_facts = false;
+    return c;
+  }();
   int spares_per_domain = 2;
 };
 

@@ -18,7 +18,7 @@ inline Json MakeNode(const std::string& name, const std::string& clique, int gpu
             {"spec", Json::object()},
             {"status",
              {{"capacity", {{"nvidia.com/gpu", std::to_string(gpus)}, {"cpu", "72"}}},
-              {"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}, {"cpu", "72"}}},
+              {"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}, {"cpu", "72"}, {"pods", "110"}}},
               {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
   if (!clique.empty()) n["metadata"]["labels"]["nvidia.com/gpu.clique"] = clique;
   return n;
