@@ -89,6 +89,19 @@ TEST_F(ExtenderTest, ViewPrecomputesSparesReservationsAndGangs) {
   EXPECT_EQ(view_->FindNode("nope"), placement::kNoNode);
 }
 
+// kube-scheduler's TaintToleration filter judges a pod's tolerations before it calls the extender:
+// a taint never makes the extender refuse a node (a single pod that tolerates dedicated=x may go
+// there), whatever the taint.
+TEST_F(ExtenderTest, ATaintedNodeIsNotRefusedByTheExtender) {
+  for (Json& n : nodes_) {
+    n["spec"]["taints"] = {{{"key", "dedicated"}, {"value", "x"}, {"effect", "NoSchedule"}}};
+  }
+  Rebuild();
+  ExtenderArgs a = Args(MakePod("ml", "single", 1));
+  EXPECT_FALSE(Passed(a, ext_->Filter(*view_, a)).empty());
+  EXPECT_FALSE(view_->state.snapshot().nodes[0].tainted);
+}
+
 TEST_F(ExtenderTest, GangPodPassesOnlyOnItsPlannedNode) {
   auto a = Args(MakePod("ml", "big-0", 4, "", "big", 0, "r000-n00"));
   FilterDecision d = ext_->Filter(*view_, a);
