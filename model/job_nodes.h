@@ -36,9 +36,8 @@ struct JobNodes {
     int nodes = 0;
     std::string example;  // the first node's detail where the cause alone does not say it all
   };
-  std::vector<Excluded>
-      excluded;   // in the order CheckNode reports, then "refused by kube-scheduler"
-  int total = 0;  // nodes judged
+  std::vector<Excluded> excluded;  // causes in the order nodes are first ruled out (NodeId order)
+  int total = 0;                   // nodes judged
 
   // "" when no node is ruled out, else e.g. "the rank pod's constraints rule out 72 of 90 nodes:
   // 54 by nodeSelector, 18 by taint dedicated=team-a:NoSchedule (not tolerated)".
