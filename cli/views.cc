@@ -364,6 +364,37 @@ std::string RenderJobs(const ClusterView& view, std::string_view ns) {
   return out.str();
 }
 
+// What a waiting job could get now, per domain, as the policy's waiting reason counts it: the
+// domains with room for a rank, largest first (at most 4).
+std::string FreeBlocksLine(const placement::PlacementPolicy& policy,
+                           const placement::Snapshot& snap, const placement::GangRequest& request,
+                           const ClusterView& view, const DomainNamer& namer) {
+  const std::vector<int> free = policy.FreeBlocks(snap, request);
+  std::vector<std::pair<int, DomainId>> blocks;
+  for (size_t i = 0; i < free.size(); ++i) blocks.push_back({free[i], static_cast<DomainId>(i)});
+  std::sort(blocks.begin(), blocks.end(), [](auto& a, auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::vector<std::string> top;
+  for (size_t i = 0; i < blocks.size() && i < 4; ++i) {
+    top.push_back(namer(blocks[i].second) + ": " + Plural(blocks[i].first, "node"));
+  }
+  const int seg = request.EffectiveSegmentSize();
+  std::string out =
+      "needs " + Plural(seg, "node") + " with " + std::to_string(request.gpus_per_replica) +
+      " free GPUs" +
+      (request.mode == placement::TopologyMode::kRequired ? " in one domain per segment"
+                                                          : " per segment, any domains") +
+      "; nodes that can take a rank now: " + (top.empty() ? "none" : Join(top, ", "));
+  if (view.spares_per_domain > 0) {
+    out +=
+        view.spare_reserve == placement::SpareReserve::kSoft
+            ? " (spares included: under the soft reserve a gang that fits nowhere else takes them)"
+            : " (" + std::to_string(view.spares_per_domain) + " spare nodes per domain held back)";
+  }
+  return out;
+}
+
 std::string RenderExplain(const ClusterView& view, const Json& job) {
   const placement::Snapshot& snap = view.state.snapshot();
   DomainNamer namer(snap);
@@ -404,28 +435,34 @@ std::string RenderExplain(const ClusterView& view, const Json& job) {
     out << "  Placement:   " << Plural(static_cast<int>(placement->domains.size()), "domain")
         << ": " << Join(domains, ",")
         << (model::HoldsReservation(job) ? "" : " (released: job finished)") << "\n";
-    // One row per segment: the segment's ranks among the nodes of its domain.
-    int k = std::max(1, s.Segment());
-    int segments = static_cast<int>(placement->domains.size());
+    // One row per segment and domain: the segment's ranks among the nodes of each domain it uses
+    // (a Preferred or Unconstrained segment may span domains).
+    const int k = std::max(1, s.Segment());
+    const int segments = (std::max(1, s.replicas) + k - 1) / k;
     Table seg;
     for (int i = 0; i < segments; ++i) {
-      std::set<NodeId> nodes;
-      std::vector<int> ranks;
-      DomainId domain = placement::kNoDomain;
+      std::map<DomainId, std::pair<std::set<NodeId>, std::vector<int>>> by_domain;
+      std::vector<int> lost;  // ranks on nodes no longer in the cluster
       for (const auto& a : placement->ranks) {
         if (a.rank / k != i) continue;
-        ranks.push_back(a.rank);
         NodeId id = view.state.FindNode(a.node);
-        if (id == placement::kNoNode) continue;
-        nodes.insert(id);
-        if (domain == placement::kNoDomain) domain = snap.nodes[id].domain;
+        if (id == placement::kNoNode) {
+          lost.push_back(a.rank);
+          continue;
+        }
+        auto& e = by_domain[snap.nodes[id].domain];
+        e.first.insert(id);
+        e.second.push_back(a.rank);
       }
-      std::sort(ranks.begin(), ranks.end());
-      if (domain == placement::kNoDomain) domain = view.state.FindDomain(placement->domains[i]);
-      std::string row = domain == placement::kNoDomain ? "(domain not in the cluster)"
-                                                       : "[" + JobRow(snap, domain, nodes) + "]";
-      seg.Add({"segment " + std::to_string(i), "ranks " + FormatRanges(ranks),
-               "domain " + namer.Shorten(placement->domains[i]), row});
+      for (auto& [domain, e] : by_domain) {
+        std::sort(e.second.begin(), e.second.end());
+        seg.Add({"segment " + std::to_string(i), "ranks " + FormatRanges(e.second),
+                 "domain " + namer(domain), "[" + JobRow(snap, domain, e.first) + "]"});
+      }
+      if (!lost.empty()) {
+        seg.Add({"segment " + std::to_string(i), "ranks " + FormatRanges(lost), "domain ?",
+                 "(node not in the cluster)"});
+      }
     }
     out << seg.Render("    ");
     Table ranks;
@@ -505,21 +542,10 @@ std::string RenderExplain(const ClusterView& view, const Json& job) {
       } else {
         out << "  Now:         " << d.reason << "\n";
       }
-      placement::ClusterStats stats = placement::ComputeStats(snap, view.spares_per_domain, {});
-      std::vector<std::pair<int, DomainId>> blocks;
-      for (size_t i = 0; i < stats.domains.size(); ++i) {
-        blocks.push_back({stats.domains[i].largest_gang_nodes, static_cast<DomainId>(i)});
+      if (verdict.error.empty()) {
+        out << "  Free blocks: " << FreeBlocksLine(*policy, snap, verdict.request, view, namer)
+            << "\n";
       }
-      std::sort(blocks.begin(), blocks.end(), [](auto& a, auto& b) {
-        return a.first != b.first ? a.first > b.first : a.second < b.second;
-      });
-      std::vector<std::string> top;
-      for (size_t i = 0; i < blocks.size() && i < 4; ++i) {
-        top.push_back(namer(blocks[i].second) + ": " + Plural(blocks[i].first, "node"));
-      }
-      out << "  Free blocks: needs " << Plural(spec->EffectiveSegmentSize(), "empty node")
-          << " in one domain per segment; largest: " << (top.empty() ? "none" : Join(top, ", "))
-          << " (" << view.spares_per_domain << " spare nodes per domain held back)\n";
     }
   }
 

@@ -56,6 +56,21 @@ int ParseCount(const Json& q) {
   return 0;
 }
 
+// A node with fewer allocatable GPUs than the fullest node of its domain is degraded too (the
+// racks of an NVLink domain are built of identical nodes).
+void MarkDegraded(placement::Snapshot& snap) {
+  for (const placement::Domain& d : snap.domains) {
+    int full = 0;
+    for (placement::NodeId id : d.nodes) {
+      full = std::max(full, snap.nodes[static_cast<size_t>(id)].gpu_capacity);
+    }
+    for (placement::NodeId id : d.nodes) {
+      placement::Node& n = snap.nodes[static_cast<size_t>(id)];
+      n.degraded = n.degraded || n.gpu_capacity < full;
+    }
+  }
+}
+
 std::optional<std::chrono::system_clock::time_point> ParseRfc3339(const std::string& s) {
   std::tm tm{};
   int y, mo, d, h, mi, sec;
@@ -100,7 +115,8 @@ bool PodTerminated(const Json& pod) {
 const Json* UnschedulableCondition(const Json& pod) {
   if (!StringAt(Child(pod, "spec"), "nodeName").empty()) return nullptr;
   const Json* c = FindCondition(pod, "PodScheduled");
-  if (c == nullptr || StringAt(*c, "status") != "False" || StringAt(*c, "reason") != "Unschedulable") {
+  if (c == nullptr || StringAt(*c, "status") != "False" ||
+      StringAt(*c, "reason") != "Unschedulable") {
     return nullptr;
   }
   return c;
@@ -226,6 +242,9 @@ ClusterState ClusterState::BuildFromFacts(const std::vector<const Json*>& nodes,
     node.domain = static_cast<placement::DomainId>(snap.domains.size() - 1);
     const Json& status = Child(*n.obj, "status");
     node.gpu_capacity = ParseCount(Child(Child(status, "allocatable"), options.gpu_resource));
+    // The device plugin keeps unhealthy GPUs in capacity and drops them from allocatable.
+    node.degraded =
+        node.gpu_capacity < ParseCount(Child(Child(status, "capacity"), options.gpu_resource));
     NodeHealth health;
     const Json& conds = Child(status, "conditions");
     if (conds.is_array()) {
@@ -261,6 +280,7 @@ ClusterState ClusterState::BuildFromFacts(const std::vector<const Json*>& nodes,
     snap.nodes.push_back(std::move(node));
     st.health_.push_back(health);
   }
+  MarkDegraded(snap);
   st.reserved_ranks_.assign(snap.nodes.size(), 0);
   if (options.node_facts) st.usage_.assign(snap.nodes.size(), NodeUsage{});
 
@@ -315,8 +335,7 @@ std::optional<std::string> ClusterState::PlannedNode(const Json& pod) const {
   std::string job;
   int rank = -1;
   if (!GangRankOf(pod, &job, &rank)) return std::nullopt;
-  const Reservation* r =
-      FindReservation(StringAt(Child(pod, "metadata"), "namespace") + "/" + job);
+  const Reservation* r = FindReservation(StringAt(Child(pod, "metadata"), "namespace") + "/" + job);
   if (r == nullptr) return std::nullopt;
   const RankAssignment* a = r->placement.FindRank(rank);
   if (a == nullptr) return std::nullopt;

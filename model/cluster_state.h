@@ -3,22 +3,26 @@
 //
 // Built from three lists (typically informer caches):
 //  - Nodes: domain from label `domain_label` (else `domain_label_fallback`; a GPU node with neither
-//    label becomes a domain of its own, named "node/<name>", so it never joins a multi-node Required
-//    gang); gpu capacity = status.allocatable[gpu_resource]; ready = Ready condition "True" (or
-//    NotReady for less than `not_ready_grace` at `now`); cordoned = spec.unschedulable; tainted =
-//    a NoSchedule/NoExecute taint other than the GPU resource's own NoSchedule taint, which every
-//    rank pod tolerates (RankTolerations; `mark_tainted` false: never). no_execute_taint: a NoExecute
-//    taint no RankTolerations tolerate. What kube-scheduler's filters read of the node
-//    (NodeFactsOf) is kept per node for the per-job verdict (model/job_nodes.h). Nodes with no GPUs
-//    and no domain label are left out. Domains and the nodes inside them are ordered by name.
-//  - Pods: every pod that is not terminated (phase Succeeded/Failed) and is bound (spec.nodeName) or
+//    label becomes a domain of its own, named "node/<name>", so it never joins a multi-node
+//    Required gang); gpu capacity = status.allocatable[gpu_resource]; degraded = allocatable below
+//    status.capacity (unhealthy GPUs) or below the fullest node of the domain; ready = Ready
+//    condition "True" (or NotReady for less than `not_ready_grace` at `now`); cordoned =
+//    spec.unschedulable; tainted = a NoSchedule/NoExecute taint other than the GPU resource's own
+//    NoSchedule taint, which every rank pod tolerates (RankTolerations; `mark_tainted` false:
+//    never). no_execute_taint: a NoExecute taint no RankTolerations tolerate. What kube-scheduler's
+//    filters read of the node (NodeFactsOf) is kept per node for the per-job verdict
+//    (model/job_nodes.h). Nodes with no GPUs and no domain label are left out. Domains and the
+//    nodes inside them are ordered by name.
+//  - Pods: every pod that is not terminated (phase Succeeded/Failed) and is bound (spec.nodeName)
+//  or
 //    nominated (status.nominatedNodeName) to a node uses its GPU request there: max(sum over
 //    containers, max over initContainers) of requests[gpu] (limits if requests lack it). Bound pods
 //    also add their requests of every resource (PodRequests) to their node's NodeUsage.
-//  - NVL72Jobs with HoldsReservation(): each rank holds `gpusPerReplica` GPUs on its node whether its
+//  - NVL72Jobs with HoldsReservation(): each rank holds `gpusPerReplica` GPUs on its node whether
+//  its
 //    pod exists or not, and marks the node gang_reserved. A rank pod (labels nvl72.dev/job +
-//    nvl72.dev/rank of a reserving job) that sits on its planned node or is unbound is not counted a
-//    second time; a rank pod bound elsewhere counts on that node too.
+//    nvl72.dev/rank of a reserving job) that sits on its planned node or is unbound is not counted
+//    a second time; a rank pod bound elsewhere counts on that node too.
 //
 // Thread-safety: a value after Build(); const methods are safe concurrently. Reserve() mutates.
 #pragma once
@@ -45,8 +49,8 @@ struct ClusterOptions {
   std::string domain_label = std::string(kDefaultDomainLabel);
   std::string domain_label_fallback;  // "" = none
   std::string gpu_resource = std::string(kGpuResource);
-  // Whether a taint marks a node `tainted` (see above). The scheduler extender sets false: kube-scheduler
-  // has judged the pod's tolerations before it asks the extender.
+  // Whether a taint marks a node `tainted` (see above). The scheduler extender sets false:
+  // kube-scheduler has judged the pod's tolerations before it asks the extender.
   bool mark_tainted = true;
   // Keep NodeFacts and NodeUsage per node (Facts(), Usage(): the per-job verdict of
   // model/job_nodes.h). The scheduler extender, which never judges jobs, sets false.
@@ -78,7 +82,8 @@ struct Reservation {
   std::string job_key;  // "<namespace>/<name>"
   int gpus_per_replica = 0;
   JobPlacement placement;
-  std::vector<placement::NodeId> rank_nodes;  // per entry of placement.ranks; kNoNode if unknown node
+  std::vector<placement::NodeId>
+      rank_nodes;  // per entry of placement.ranks; kNoNode if unknown node
 };
 
 // What ClusterState::Build (and the extender's view) reads of a pod, taken from its JSON once by
@@ -100,9 +105,10 @@ PodFacts PodFactsOf(const Json& pod, std::string_view gpu_resource);
 // True for the NoExecute taint keys that rank pods tolerate without a time limit
 // (kRankToleratedNoExecuteTaints).
 bool RankToleratesNoExecute(std::string_view taint_key);
-// The tolerations the operator gives every rank pod on top of the template's: the GPU resource's own
-// NoSchedule taint (what the ExtendedResourceToleration admission plugin would add, which clusters do
-// not all enable) and the node lifecycle NoExecute taints (kRankToleratedNoExecuteTaints).
+// The tolerations the operator gives every rank pod on top of the template's: the GPU resource's
+// own NoSchedule taint (what the ExtendedResourceToleration admission plugin would add, which
+// clusters do not all enable) and the node lifecycle NoExecute taints
+// (kRankToleratedNoExecuteTaints).
 std::vector<Toleration> RankTolerations(std::string_view gpu_resource);
 // PodFactsOf of every pod (null entries skipped), and pointers to them as BuildFromFacts takes
 // them.
@@ -177,7 +183,8 @@ class ClusterState {
 };
 
 // GPUs a pod requests: max(sum over containers, max over initContainers) of
-// resources.requests[resource] (limits[resource] where requests lack it). Unparsable quantities count 0.
+// resources.requests[resource] (limits[resource] where requests lack it). Unparsable quantities
+// count 0.
 int PodGpuRequest(const Json& pod, std::string_view resource = kGpuResource);
 // Phase Succeeded or Failed.
 bool PodTerminated(const Json& pod);

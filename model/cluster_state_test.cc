@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "placement/fragmentation.h"
+#include "placement/policy.h"
+
 namespace nvl72::model {
 namespace {
 
@@ -9,7 +12,11 @@ Json MakeNode(const std::string& name, const std::string& clique, int gpus = 4) 
   Json n = {{"metadata", {{"name", name}, {"labels", Json::object()}}},
             {"spec", Json::object()},
             {"status",
-             {{"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}, {"cpu", "144"}, {"memory", "960Gi"}, {"pods", "110"}}},
+             {{"allocatable",
+               {{"nvidia.com/gpu", std::to_string(gpus)},
+                {"cpu", "144"},
+                {"memory", "960Gi"},
+                {"pods", "110"}}},
               {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
   if (!clique.empty()) n["metadata"]["labels"]["nvidia.com/gpu.clique"] = clique;
   return n;
@@ -20,7 +27,8 @@ Json MakePod(const std::string& ns, const std::string& name, const std::string& 
           {"spec",
            {{"nodeName", node},
             {"containers",
-             {{{"name", "c"}, {"resources", {{"requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}},
+             {{{"name", "c"},
+               {"resources", {{"requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}},
           {"status", {{"phase", "Running"}}}};
 }
 
@@ -31,7 +39,8 @@ Json MakeJob(const std::string& ns, const std::string& name, int gpus,
     ranks.push_back({{"rank", i}, {"node", nodes[i]}, {"pod", name + "-" + std::to_string(i)}});
   }
   return {{"metadata", {{"name", name}, {"namespace", ns}}},
-          {"spec", {{"replicas", nodes.size()}, {"gpusPerReplica", gpus}, {"template", Json::object()}}},
+          {"spec",
+           {{"replicas", nodes.size()}, {"gpusPerReplica", gpus}, {"template", Json::object()}}},
           {"status", {{"placement", {{"domains", {"d"}}, {"ranks", ranks}}}}}};
 }
 
@@ -47,7 +56,8 @@ std::vector<Json> TwoRacks() {
 // (as a number, a float or with a suffix) counts as 0, never as a wrapped or undefined value.
 TEST(ClusterStateTest, OutOfRangeGpuCountsAreZero) {
   std::vector<Json> nodes;
-  const std::vector<Json> counts = {Json(4.0), Json(1e30), Json(4294967300), Json("3000000k"), Json(-1e300)};
+  const std::vector<Json> counts = {Json(4.0), Json(1e30), Json(4294967300), Json("3000000k"),
+                                    Json(-1e300)};
   for (size_t i = 0; i < counts.size(); ++i) {
     Json n = MakeNode("n" + std::to_string(i), "rack-a");
     n["status"]["allocatable"]["nvidia.com/gpu"] = counts[i];
@@ -60,6 +70,43 @@ TEST(ClusterStateTest, OutOfRangeGpuCountsAreZero) {
     const auto id = st.FindNode(name);
     if (id == placement::kNoNode) continue;  // a node without GPUs may be left out
     EXPECT_EQ(snap.nodes[id].gpu_capacity, 0) << name;
+  }
+}
+
+// GPUs that went unhealthy (issue 27 case 4): the device plugin drops them from allocatable and
+// keeps them in capacity; a node with fewer GPUs than its rack's whole nodes is degraded either
+// way. A degraded node is never an empty whole node: no spare, no free block.
+TEST(ClusterStateTest, NodesThatLostGpusAreDegradedAndNeverSpares) {
+  std::vector<Json> nodes = TwoRacks();
+  for (Json& n : nodes) {
+    const std::string name = n["metadata"]["name"];
+    if (name == "a2") {
+      n["status"]["capacity"]["nvidia.com/gpu"] = "4";
+      n["status"]["allocatable"]["nvidia.com/gpu"] = "3";
+    }
+    if (name == "b2") n["status"]["allocatable"]["nvidia.com/gpu"] = "2";  // no capacity given
+  }
+  auto st = ClusterState::Build(nodes, {}, {}, {});
+  const auto& snap = st.snapshot();
+  for (const char* name : {"a0", "a1", "b0", "b1"}) {
+    EXPECT_FALSE(snap.nodes[st.FindNode(name)].degraded) << name;
+  }
+  for (const char* name : {"a2", "b2"}) {
+    const auto& n = snap.nodes[st.FindNode(name)];
+    EXPECT_TRUE(n.degraded) << name;
+    EXPECT_FALSE(n.Empty()) << name;
+    EXPECT_GT(n.FreeGpus(), 0) << name << " still takes smaller pods";
+  }
+  const std::vector<bool> spare = placement::DesignatedSpares(snap, 1);
+  EXPECT_TRUE(spare[st.FindNode("a1")]);
+  EXPECT_TRUE(spare[st.FindNode("b1")]);
+  EXPECT_FALSE(spare[st.FindNode("a2")]);
+  EXPECT_FALSE(spare[st.FindNode("b2")]);
+  const placement::ClusterStats stats = placement::ComputeStats(snap, 1, {});
+  for (const auto& d : stats.domains) {
+    EXPECT_EQ(d.empty_nodes, 2);
+    EXPECT_EQ(d.gpus_spare, 4) << "one whole spare, not the degraded node's GPUs";
+    EXPECT_EQ(d.largest_gang_nodes, 1);
   }
 }
 
@@ -93,12 +140,13 @@ TEST(ClusterStateTest, FallbackLabelAndUnlabelledNodes) {
 
 TEST(ClusterStateTest, HealthFromConditionsTaintsAndCordon) {
   auto nodes = TwoRacks();
-  nodes[1]["status"]["conditions"][0]["status"] = "False";          // a0 not ready
-  nodes[2]["spec"]["unschedulable"] = true;                          // a2 cordoned
+  nodes[1]["status"]["conditions"][0]["status"] = "False";  // a0 not ready
+  nodes[2]["spec"]["unschedulable"] = true;                 // a2 cordoned
   nodes[3]["spec"]["taints"] = {
-      {{"key", "example.com/fabric-down"}, {"effect", "NoExecute"}}};                    // a1
-  nodes[4]["spec"]["taints"] = {{{"key", "nvidia.com/gpu"}, {"effect", "NoSchedule"}}};  // b0 tolerated
-  nodes[5]["spec"]["taints"] = {{{"key", "x"}, {"effect", "PreferNoSchedule"}}};          // b2 ignored
+      {{"key", "example.com/fabric-down"}, {"effect", "NoExecute"}}};  // a1
+  nodes[4]["spec"]["taints"] = {
+      {{"key", "nvidia.com/gpu"}, {"effect", "NoSchedule"}}};                     // b0 tolerated
+  nodes[5]["spec"]["taints"] = {{{"key", "x"}, {"effect", "PreferNoSchedule"}}};  // b2 ignored
   auto st = ClusterState::Build(nodes, {}, {}, {});
   const auto& n = st.snapshot().nodes;
   EXPECT_FALSE(n[st.FindNode("a0")].ready);
@@ -222,7 +270,8 @@ TEST(ClusterStateTest, PlannedNode) {
   Json job = MakeJob("ns", "j", 4, {"a0", "a2"});
   auto st = ClusterState::Build(TwoRacks(), {}, {job}, {});
   Json pod = {{"metadata",
-               {{"name", "j-1"}, {"namespace", "ns"},
+               {{"name", "j-1"},
+                {"namespace", "ns"},
                 {"labels", {{"nvl72.dev/job", "j"}, {"nvl72.dev/rank", "1"}}}}}};
   EXPECT_EQ(st.PlannedNode(pod), "a2");
   pod["metadata"]["annotations"]["nvl72.dev/node"] = "b2";
@@ -240,11 +289,13 @@ TEST(ClusterStateTest, AdmitsThroughPolicy) {
   std::vector<Json> nodes;
   for (int r = 0; r < 2; ++r) {
     for (int i = 0; i < 18; ++i) {
-      nodes.push_back(MakeNode("r" + std::to_string(r) + "-n" + (i < 10 ? "0" : "") + std::to_string(i),
-                               "rack-" + std::to_string(r)));
+      nodes.push_back(
+          MakeNode("r" + std::to_string(r) + "-n" + (i < 10 ? "0" : "") + std::to_string(i),
+                   "rack-" + std::to_string(r)));
     }
   }
-  Json busy = MakeJob("ns", "busy", 4, {"r0-n00", "r0-n01", "r0-n02", "r0-n03", "r0-n04", "r0-n05"});
+  Json busy =
+      MakeJob("ns", "busy", 4, {"r0-n00", "r0-n01", "r0-n02", "r0-n03", "r0-n04", "r0-n05"});
   auto st = ClusterState::Build(nodes, {}, {busy}, {});
   auto policy = placement::MakePolicy("nvl72");
   placement::GangRequest req;

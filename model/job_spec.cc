@@ -16,7 +16,8 @@ Status FieldError(std::string_view field, const std::string& what) {
   return InvalidArgumentError(std::string(field) + ": " + what);
 }
 
-// Reads an optional integer field; absent/null keeps *out. Rejects non-integers and out-of-int range.
+// Reads an optional integer field; absent/null keeps *out. Rejects non-integers and out-of-int
+// range.
 Status ReadInt(const Json& parent, const char* key, std::string_view path, int* out) {
   auto it = parent.find(key);
   if (it == parent.end() || it->is_null()) return Status::Ok();
@@ -73,13 +74,49 @@ const Json& Child(const Json& obj, const char* key) {
   return it == obj.end() ? NullJson() : *it;
 }
 
+// MASTER_PORT as the template's containers set it: a literal port number in 1..65535, the same in
+// every container that sets it (the headless Service and every rank use one port).
+StatusOr<std::optional<int>> TemplateMasterPort(const Json& tmpl) {
+  const Json& containers = Child(Child(tmpl, "spec"), "containers");
+  if (!containers.is_array()) return std::optional<int>();
+  std::optional<int> port;
+  for (size_t i = 0; i < containers.size(); ++i) {
+    const Json& env = Child(containers[i], "env");
+    if (!env.is_array()) continue;
+    for (const auto& e : env) {
+      if (!e.is_object() || e.value("name", "") != kEnvMasterPort) continue;
+      const std::string path = "spec.template.spec.containers[" + std::to_string(i) + "].env[" +
+                               std::string(kEnvMasterPort) + "]";
+      const Json& v = Child(e, "value");
+      const std::string value = v.is_string() ? v.get<std::string>() : "";
+      int p = 0;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), p);
+      if (ec != std::errc() || end != value.data() + value.size() || p < 1 || p > 65535) {
+        return FieldError(path,
+                          "must be a literal port number 1-65535 (the operator gives it to "
+                          "the headless Service and every rank; got \"" +
+                              value + "\")");
+      }
+      if (port.has_value() && *port != p) {
+        return FieldError(path, "is " + value + " here but " + std::to_string(*port) +
+                                    " in an earlier container: every rank uses one port");
+      }
+      port = p;
+    }
+  }
+  return port;
+}
+
 }  // namespace
 
 std::string_view RecoveryPolicyName(RecoveryPolicy policy) {
   switch (policy) {
-    case RecoveryPolicy::kInPlace: return "InPlace";
-    case RecoveryPolicy::kRestartGang: return "RestartGang";
-    case RecoveryPolicy::kNone: return "None";
+    case RecoveryPolicy::kInPlace:
+      return "InPlace";
+    case RecoveryPolicy::kRestartGang:
+      return "RestartGang";
+    case RecoveryPolicy::kNone:
+      return "None";
   }
   return "None";
 }
@@ -98,10 +135,9 @@ StatusOr<JobSpec> ParseJobSpec(const Json& spec, const SpecLimits& limits) {
   NVL72_RETURN_IF_ERROR(
       ReadInt(spec, "gpusPerReplica", "spec.gpusPerReplica", &out.gpus_per_replica));
   if (out.gpus_per_replica < 1 || out.gpus_per_replica > limits.max_gpus_per_node) {
-    return FieldError("spec.gpusPerReplica", "must be between 1 and " +
-                                                 std::to_string(limits.max_gpus_per_node) +
-                                                 " (got " + std::to_string(out.gpus_per_replica) +
-                                                 ")");
+    return FieldError("spec.gpusPerReplica",
+                      "must be between 1 and " + std::to_string(limits.max_gpus_per_node) +
+                          " (got " + std::to_string(out.gpus_per_replica) + ")");
   }
 
   const Json* topology = nullptr;
@@ -125,9 +161,9 @@ StatusOr<JobSpec> ParseJobSpec(const Json& spec, const SpecLimits& limits) {
       return FieldError("spec.topology.segmentSize", "must be >= 0");
     }
     if (out.segment_size > 0 && out.replicas % out.segment_size != 0) {
-      return FieldError("spec.topology.segmentSize",
-                        std::to_string(out.segment_size) + " does not divide spec.replicas " +
-                            std::to_string(out.replicas));
+      return FieldError("spec.topology.segmentSize", std::to_string(out.segment_size) +
+                                                         " does not divide spec.replicas " +
+                                                         std::to_string(out.replicas));
     }
   }
   if (out.segment_size > limits.domain_nodes) {
@@ -171,11 +207,10 @@ StatusOr<JobSpec> ParseJobSpec(const Json& spec, const SpecLimits& limits) {
     if (out.recovery.max_recoveries < 0) {
       return FieldError("spec.recovery.maxRecoveries", "must be >= 0");
     }
-    if (auto it = recovery->find("waitForDomainSeconds");
-        it != recovery->end() && !it->is_null()) {
+    if (auto it = recovery->find("waitForDomainSeconds"); it != recovery->end() && !it->is_null()) {
       int wait = 0;
-      NVL72_RETURN_IF_ERROR(ReadInt(*recovery, "waitForDomainSeconds",
-                                    "spec.recovery.waitForDomainSeconds", &wait));
+      NVL72_RETURN_IF_ERROR(
+          ReadInt(*recovery, "waitForDomainSeconds", "spec.recovery.waitForDomainSeconds", &wait));
       if (wait < 0) return FieldError("spec.recovery.waitForDomainSeconds", "must be >= 0");
       out.recovery.wait_for_domain_seconds = wait;
     }
@@ -185,6 +220,9 @@ StatusOr<JobSpec> ParseJobSpec(const Json& spec, const SpecLimits& limits) {
   NVL72_RETURN_IF_ERROR(ReadObject(spec, "template", "spec.template", &tmpl));
   if (tmpl == nullptr) return FieldError("spec.template", "is required");
   out.pod_template = *tmpl;
+  auto port = TemplateMasterPort(*tmpl);
+  if (!port.ok()) return port.status();
+  out.master_port = *port;
   return out;
 }
 
@@ -291,9 +329,8 @@ JobPlacement MakeJobPlacement(const placement::Snapshot& snapshot,
     std::vector<std::string> seg_domains;
     for (int r = start; r < std::min(n, start + seg); ++r) {
       const auto& node = snapshot.nodes[decision.rank_nodes[r]];
-      const std::string& d = node.domain == placement::kNoDomain
-                                 ? std::string()
-                                 : snapshot.domains[node.domain].name;
+      const std::string& d =
+          node.domain == placement::kNoDomain ? std::string() : snapshot.domains[node.domain].name;
       if (std::find(seg_domains.begin(), seg_domains.end(), d) == seg_domains.end()) {
         seg_domains.push_back(d);
       }

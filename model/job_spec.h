@@ -1,17 +1,16 @@
 // NVL72Job spec and status.placement: parsing, validation and serialisation.
 //
 // The operator and the scheduler extender both read NVL72Job objects through these functions so
-// they agree on defaults and on what a placement means. Inputs are nlohmann::json exactly as the API
-// server sends them; nothing here throws (JSON exceptions are caught at this edge).
+// they agree on defaults and on what a placement means. Inputs are nlohmann::json exactly as the
+// API server sends them; nothing here throws (JSON exceptions are caught at this edge).
 // Thread-safety: pure functions over values.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "placement/policy.h"
@@ -46,6 +45,13 @@ struct JobSpec {
   bool preemptible = false;
   RecoverySpec recovery;
   Json pod_template = Json::object();  // spec.template (a PodTemplateSpec), as given
+  // MASTER_PORT the template's containers set themselves (a literal port; every container that sets
+  // it agrees): the user's port wins over the operator's --master-port. nullopt = not set.
+  std::optional<int> master_port;
+
+  int EffectiveMasterPort(int operator_default) const {
+    return master_port.value_or(operator_default);
+  }
 
   int EffectiveSegmentSize() const { return segment_size > 0 ? segment_size : replicas; }
 };
@@ -84,12 +90,13 @@ struct JobPlacement {
 };
 
 // Parses `placement` (the value at status.placement). A null/absent value is an error here: use
-// PlacementOf() to read it from a whole object. Errors name the field ("status.placement.ranks[3].node").
+// PlacementOf() to read it from a whole object. Errors name the field
+// ("status.placement.ranks[3].node").
 StatusOr<JobPlacement> ParsePlacement(const Json& placement);
 Json PlacementToJson(const JobPlacement& placement);
 
-// status.placement of a whole NVL72Job object: nullopt when absent or empty (not admitted), an error
-// when present but malformed.
+// status.placement of a whole NVL72Job object: nullopt when absent or empty (not admitted), an
+// error when present but malformed.
 StatusOr<std::optional<JobPlacement>> PlacementOf(const Json& job);
 
 // Pod name of a rank: "<job>-<rank>".

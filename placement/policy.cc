@@ -138,7 +138,22 @@ class DomainBestFit : public PlacementPolicy {
 
   int SparesPerDomain() const override { return spares_; }
 
+  // Under a soft reserve a gang that fits nowhere else may take the spares, so its reason counts
+  // them; under the hard reserve they are held back.
+  std::vector<int> FreeBlocks(const Snapshot& s, const GangRequest& r) const override {
+    return FreeBlocksWith(s, r, mode_ == SpareReserve::kSoft ? 0 : spares_);
+  }
+
  private:
+  std::vector<int> FreeBlocksWith(const Snapshot& s, const GangRequest& r, int reserve) const {
+    Scratch fresh(s, r, reserve);
+    std::vector<int> out(s.domains.size(), 0);
+    for (DomainId dom = 0; dom < static_cast<DomainId>(s.domains.size()); ++dom) {
+      out[Idx(dom)] = Capacity(s, dom, fresh);
+    }
+    return out;
+  }
+
   GangDecision PlaceWithReserve(const Snapshot& s, const GangRequest& r, int reserve) const {
     Scratch scratch(s, r, reserve);
     GangDecision d;
@@ -265,19 +280,19 @@ class DomainBestFit : public PlacementPolicy {
   }
 
   std::string WaitReason(const Snapshot& s, const GangRequest& r, int want, int reserve) const {
-    Scratch fresh(s, r, reserve);
+    const std::vector<int> blocks = FreeBlocksWith(s, r, reserve);
     int best = 0, total = 0;
     DomainId best_dom = kNoDomain;
-    for (DomainId dom = 0; dom < static_cast<DomainId>(s.domains.size()); ++dom) {
-      const int cap = Capacity(s, dom, fresh);
-      total += cap;
-      if (cap > best) {
-        best = cap;
+    for (DomainId dom = 0; dom < static_cast<DomainId>(blocks.size()); ++dom) {
+      total += blocks[Idx(dom)];
+      if (blocks[Idx(dom)] > best) {
+        best = blocks[Idx(dom)];
         best_dom = dom;
       }
     }
     std::string out = "needs " + Plural(want, "node") + " with " +
-                      std::to_string(r.gpus_per_replica) + " free GPUs in one NVLink domain";
+                      std::to_string(r.gpus_per_replica) + " free GPUs" +
+                      (r.mode == TopologyMode::kRequired ? " in one NVLink domain" : "");
     if (best_dom == kNoDomain) {
       out += "; no domain has a free node";
     } else {
@@ -567,6 +582,15 @@ int HeldBackSpares(const Snapshot& s, DomainId dom, int reserve) {
     if (n.Schedulable() && n.Reclaimable()) ++reclaimable;
   }
   return std::max(0, reserve - reclaimable);
+}
+
+std::vector<int> PlacementPolicy::FreeBlocks(const Snapshot& s, const GangRequest& r) const {
+  std::vector<int> out(s.domains.size(), 0);
+  for (size_t id = 0; id < s.nodes.size(); ++id) {
+    const Node& n = s.nodes[id];
+    if (n.domain != kNoDomain && FitsRank(s, static_cast<NodeId>(id), r)) ++out[Idx(n.domain)];
+  }
+  return out;
 }
 
 std::vector<bool> DesignatedSpares(const Snapshot& s, int spares_per_domain) {

@@ -125,6 +125,11 @@ class PlacementPolicy {
   virtual void ScorePods(const Snapshot& snapshot, int gpus, std::span<const NodeId> nodes,
                          std::span<int64_t> scores) const = 0;
 
+  // Per domain (indexed by DomainId): how many ranks of `request` the domain can take now, counted
+  // as the reason of a waiting gang counts them (the spare reserve held back where the policy keeps
+  // it from this gang). The default counts every node a rank fits (FitsRank).
+  virtual std::vector<int> FreeBlocks(const Snapshot& snapshot, const GangRequest& request) const;
+
   // Whether a failed rank is replaced inside its domain while the gang keeps running. Policies that
   // return false restart the whole gang through PlaceGang.
   virtual bool RecoversInPlace() const { return false; }
