@@ -42,7 +42,7 @@ class ConstraintsTest : public test_fixtures::OperatorFixture {
         &fake_, store_.get(), events_.get(), &metrics_,
         [this](const std::string& key) { Enqueue(key); }, options_, [this] { return now_; });
     reconciler_->SetEnqueueAfter(
-        [this](const std::string& key, milliseconds d) { delayed_[key] = d; });
+        [this](const std::string& key, milliseconds d) { RecordDelay(key, d); });
   }
   void TearDown() override {
     reconciler_.reset();
@@ -377,6 +377,48 @@ TEST_F(ConstraintsTest, ACrashBetweenTheReplanAndTheDeletionsConverges) {
   EXPECT_EQ(job["status"]["refusedNodes"], Json::array({refused})) << job["status"].dump();
   EXPECT_EQ(job["status"]["replans"], 1);
   ExpectOnePodPerRank("moe");
+}
+
+// Issue 27 case 1: the API server rejects a rank pod (an unknown PriorityClass). The job must not
+// sit Admitted in silence: the Running condition names the rejection, an Event says it once per
+// attempt, the reconcile does not hot-loop on the error, and it tries again later; past the stuck
+// bound the job gets a Stuck event with that reason.
+TEST_F(ConstraintsTest, ARankPodTheApiServerRejectsIsNamedRetriedAndStuckAfterTheBound) {
+  options_.stuck_after = seconds(120);
+  RestartWithEvents();
+  AddRacks(1);
+  const Status forbidden = kube::StatusFromApiStatus(
+      {{"code", 403},
+       {"reason", "Forbidden"},
+       {"message",
+        "pods \"rej-1\" is forbidden: no PriorityClass with name does-not-exist was found"}});
+  fake_.InjectError(kube::Verb::kCreate, kube::kPods, forbidden, 1000);
+  Apply(Job("rej", 4));
+  EXPECT_EQ(RunUntilQuiet(), 0) << "a rejection is no error to retry with backoff";
+  std::string reason;
+  EXPECT_EQ(Condition("rej", model::kConditionRunning, &reason), "False");
+  EXPECT_EQ(reason, "PodRejected");
+  const Json job = GetJob("rej");
+  const Json* running = model::FindCondition(job, model::kConditionRunning);
+  ASSERT_NE(running, nullptr);
+  EXPECT_NE(running->value("message", "").find("does-not-exist"), std::string::npos)
+      << running->dump();
+  EXPECT_FALSE(EventsOf("PodRejected").empty());
+  ASSERT_EQ(delayed_.count("team/rej"), 1u);
+  EXPECT_EQ(delayed_["team/rej"], options_.rejected_retry) << "tried again later";
+  EXPECT_TRUE(EventsOf("Stuck").empty());
+
+  now_ += seconds(121);
+  Enqueue("team/rej");
+  RunUntilQuiet();
+  const auto stuck = EventsOf("Stuck");
+  ASSERT_EQ(stuck.size(), 1u);
+  EXPECT_NE(stuck[0].value("note", "").find("PodRejected"), std::string::npos) << stuck[0].dump();
+  // Said once per reason, not on every reconcile.
+  now_ += seconds(30);
+  Enqueue("team/rej");
+  RunUntilQuiet();
+  EXPECT_EQ(EventsOf("Stuck").size(), 1u);
 }
 
 }  // namespace

@@ -104,9 +104,11 @@ Status Controller::Run(std::stop_token stop) {
   // A token revoked or expired while we run, RBAC taken away, the API server gone: the informers
   // retry with backoff and keep their caches; say so in the log (the counts are in
   // nvl72_operator_watch_errors_total).
-  static_assert(static_cast<int>(LogLevel::kInfo) == static_cast<int>(kube::InformerErrorSeverity::kInfo) &&
-                static_cast<int>(LogLevel::kWarning) == static_cast<int>(kube::InformerErrorSeverity::kWarning) &&
-                static_cast<int>(LogLevel::kError) == static_cast<int>(kube::InformerErrorSeverity::kError));
+  static_assert(
+      static_cast<int>(LogLevel::kInfo) == static_cast<int>(kube::InformerErrorSeverity::kInfo) &&
+      static_cast<int>(LogLevel::kWarning) ==
+          static_cast<int>(kube::InformerErrorSeverity::kWarning) &&
+      static_cast<int>(LogLevel::kError) == static_cast<int>(kube::InformerErrorSeverity::kError));
   for (kube::InformerOptions* o : {&jobs_opts, &pods_opts, &nodes_opts}) {
     o->on_error = [r = o->resource](const Status& s, int64_t n) {
       const kube::InformerErrorSeverity sev = kube::InformerErrorSeverityOf(s, n);
@@ -134,12 +136,15 @@ Status Controller::Run(std::stop_token stop) {
     std::string key = JobKeyOfPod(*o);
     if (!key.empty()) queue.Add(key);
     // GPUs freed by a pod that ended or went away: other jobs may fit now.
-    const bool ended = model::PodTerminated(*o) && (old_obj == nullptr || !model::PodTerminated(*old_obj));
-    if ((deleted || ended) && model::PodGpuRequest(*o, options_.gpu_resource) > 0) queue.Add(admission);
+    const bool ended =
+        model::PodTerminated(*o) && (old_obj == nullptr || !model::PodTerminated(*old_obj));
+    if ((deleted || ended) && model::PodGpuRequest(*o, options_.gpu_resource) > 0)
+      queue.Add(admission);
   };
   pods.AddEventHandler({
       .on_add = [&](const ObjectPtr& o) { pod_changed(nullptr, o, false); },
-      .on_update = [&](const ObjectPtr& old_obj, const ObjectPtr& o) { pod_changed(old_obj, o, false); },
+      .on_update = [&](const ObjectPtr& old_obj,
+                       const ObjectPtr& o) { pod_changed(old_obj, o, false); },
       .on_delete = [&](const ObjectPtr& o) { pod_changed(nullptr, o, true); },
   });
   // Jobs with a rank on a node whose health changed re-check their recovery (operator/recovery.h).
@@ -163,9 +168,9 @@ Status Controller::Run(std::stop_token stop) {
   });
 
   const std::string identity = options_.identity.empty() ? DefaultIdentity() : options_.identity;
-  kube::EventRecorder recorder(client_, clock,
-                               {.reporting_controller = "nvl72.dev/operator",
-                                .reporting_instance = identity});
+  kube::EventRecorder recorder(
+      client_, clock,
+      {.reporting_controller = "nvl72.dev/operator", .reporting_instance = identity});
   InformerStore store(&jobs, &pods, &nodes);
   ReconcilerOptions ropts;
   ropts.cluster.domain_label = options_.domain_label;
@@ -186,9 +191,10 @@ Status Controller::Run(std::stop_token stop) {
   ropts.defrag.cooldown = std::chrono::seconds(options_.defrag_cooldown_seconds);
   ropts.defrag.move_timeout = std::chrono::seconds(options_.defrag_move_timeout_seconds);
   ropts.safety_net.bound = std::chrono::seconds(options_.unschedulable_replan_seconds);
+  ropts.stuck_after = std::chrono::seconds(options_.stuck_seconds);
   ropts.safety_net.max_replans = options_.max_replans;
-  Reconciler reconciler(client_, &store, &recorder, metrics_,
-                        [&](const std::string& key) { queue.Add(key); }, ropts);
+  Reconciler reconciler(
+      client_, &store, &recorder, metrics_, [&](const std::string& key) { queue.Add(key); }, ropts);
   reconciler.SetEnqueueAfter(
       [&](const std::string& key, std::chrono::milliseconds d) { queue.AddAfter(key, d); });
   // Defragmentation moves ("started" / "completed" / "failed") reach the metrics here only.
@@ -209,7 +215,10 @@ Status Controller::Run(std::stop_token stop) {
       metrics_->SetInformer("nvl72jobs", jobs.Stats(), jobs.Size());
       metrics_->SetInformer("pods", pods.Stats(), pods.Size());
       metrics_->SetInformer("nodes", nodes.Stats(), nodes.Size());
-      metrics_->SetJobStates(CountJobStates(jobs.List()));
+      const auto job_list = jobs.List();
+      metrics_->SetJobStates(CountJobStates(job_list));
+      metrics_->SetStuckJobs(CountStuckJobs(job_list, std::chrono::system_clock::now(),
+                                            std::chrono::seconds(options_.stuck_seconds)));
     });
   }
   struct Detach {

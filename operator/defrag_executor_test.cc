@@ -1,10 +1,9 @@
 #include "operator/defrag_executor.h"
 
-#include "model/job_nodes.h"
-
 #include <gtest/gtest.h>
 
 #include "kube/object.h"
+#include "model/job_nodes.h"
 #include "model/names.h"
 #include "operator/test_fixtures_for_test.h"
 
@@ -215,6 +214,10 @@ TEST_F(DefragTest, AMoveInFlightBlocksTheNextPlan) {
 // A moved job whose new pods never run (an image that never pulls): after the move timeout the
 // move ends (Moved False / MoveTimedOut) and no longer blocks the next plan.
 TEST_F(DefragTest, AMoveWhosePodsNeverRunTimesOutAndFreesTheBudget) {
+  // The stuck rule would look earlier (at 300 s, the earliest delay wins): off, to see the
+  // timeout's.
+  options_.stuck_after = seconds(0);
+  Restart();
   Fragment();
   Apply(Job("big", 16));
   RunUntilQuiet();
@@ -245,8 +248,8 @@ TEST_F(DefragTest, AMoveWhosePodsNeverRunTimesOutAndFreesTheBudget) {
   EXPECT_EQ(Plan(after, DefragOptions{}).reason.find("being moved"), std::string::npos);
   // Even with Moved still True (the reconcile's write not seen yet), a timed-out move does not
   // count against the budget.
-  JobIn(after, moved)["status"]["conditions"] = Json::array(
-      {{{"type", "Moved"}, {"status", "True"}, {"reason", "Defragmentation"}}});
+  JobIn(after, moved)["status"]["conditions"] =
+      Json::array({{{"type", "Moved"}, {"status", "True"}, {"reason", "Defragmentation"}}});
   EXPECT_EQ(Plan(after, DefragOptions{}).reason.find("being moved"), std::string::npos);
 }
 

@@ -85,6 +85,53 @@ void SetObserved(Json& status, int64_t generation, bool* changed) {
 
 }  // namespace
 
+bool StatusConditionTrue(const Json& status, std::string_view type, std::string* reason) {
+  if (!status.is_object() || !status.contains("conditions") || !status["conditions"].is_array()) {
+    return false;
+  }
+  for (const auto& c : status["conditions"]) {
+    if (c.is_object() && c.value("type", "") == type && c.value("status", "") == "True") {
+      if (reason != nullptr) *reason = c.value("reason", "");
+      return true;
+    }
+  }
+  return false;
+}
+
+bool SyncRecoveringState(Json& status) {
+  if (!status.is_object()) return false;
+  const std::string state = status.value("state", "");
+  if (state == "Failed" || state == "Succeeded") return false;
+  const bool recovering = StatusConditionTrue(status, model::kConditionRecovering);
+  const std::string want = recovering ? "Recovering" : state == "Recovering" ? "Admitted" : state;
+  if (want == state) return false;
+  status["state"] = want;
+  return true;
+}
+
+std::string FailedPodDetail(const Json& pod) {
+  const Json& st = kube::AtPath(pod, "/status");
+  for (const char* list : {"containerStatuses", "initContainerStatuses"}) {
+    const Json& statuses = st.is_object() && st.contains(list) ? st[list] : Json();
+    if (!statuses.is_array()) continue;
+    for (const auto& cs : statuses) {
+      const Json& term = kube::AtPath(cs, "/state/terminated");
+      if (!term.is_object() || term.value("exitCode", 0) == 0) continue;
+      std::string out = "container " + cs.value("name", "?") + " exited with code " +
+                        std::to_string(term.value("exitCode", 0));
+      const std::string reason = term.value("reason", "");
+      if (!reason.empty()) out += " (" + reason + ")";
+      const std::string msg = term.value("message", "");
+      if (!msg.empty()) out += ": " + msg.substr(0, 200);
+      return out;
+    }
+  }
+  const std::string reason = st.is_object() ? st.value("reason", "") : "";
+  const std::string msg = st.is_object() ? st.value("message", "") : "";
+  if (reason.empty()) return msg;
+  return msg.empty() ? reason : reason + ": " + msg;
+}
+
 std::string JoinDomains(const std::vector<std::string>& domains) {
   std::string out;
   for (const auto& d : domains) {
@@ -126,11 +173,18 @@ Json BuildRankPod(const Json& job, const model::JobSpec& spec, const model::Rank
   podspec["hostname"] = model::RankPodName(job_name, rank.rank);
   podspec["subdomain"] = job_name;
   if (!podspec.contains("restartPolicy")) podspec["restartPolicy"] = "Never";
+  // A hostNetwork pod with the default DNS policy gets the node's resolver, where MASTER_ADDR (a
+  // name of the headless Service) does not resolve; an explicit Default or None stays.
+  if (podspec.value("hostNetwork", false) &&
+      podspec.value("dnsPolicy", "ClusterFirst") == "ClusterFirst") {
+    podspec["dnsPolicy"] = "ClusterFirstWithHostNet";
+  }
   SetRankTolerations(podspec, gpu_resource);
 
   // Required node affinity on the planned node, ANDed into every existing required term.
   Json expr = {{"key", Str(model::kHostnameLabel)}, {"operator", "In"}, {"values", {rank.node}}};
-  Json& required = podspec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+  Json& required =
+      podspec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
   Json& terms = required["nodeSelectorTerms"];
   if (!terms.is_array() || terms.empty()) terms = Json::array({Json::object()});
   for (auto& term : terms) {
@@ -145,7 +199,7 @@ Json BuildRankPod(const Json& job, const model::JobSpec& spec, const model::Rank
     SetEnv(c, Str(model::kEnvRank), std::to_string(rank.rank));
     SetEnv(c, Str(model::kEnvWorldSize), world);
     SetEnv(c, Str(model::kEnvMasterAddr), master);
-    SetEnv(c, Str(model::kEnvMasterPort), std::to_string(master_port));
+    SetEnv(c, Str(model::kEnvMasterPort), std::to_string(spec.EffectiveMasterPort(master_port)));
   }
   pod["spec"] = std::move(podspec);
   if (model::PodGpuRequest(pod, gpu_resource) == 0 && !pod["spec"]["containers"].empty()) {
@@ -211,6 +265,31 @@ bool SetCondition(Json& status, std::string_view type, std::string_view cond_sta
   return changed;
 }
 
+namespace {
+
+// "rank 3: container trainer ImagePullBackOff: <message>" for the first container of `pod` waiting
+// with a reason other than the normal ContainerCreating / PodInitializing, else "".
+std::string WaitingContainerDetail(const Json& pod, int rank) {
+  const Json& st = kube::AtPath(pod, "/status");
+  for (const char* list : {"initContainerStatuses", "containerStatuses"}) {
+    const Json& statuses = st.is_object() && st.contains(list) ? st[list] : Json();
+    if (!statuses.is_array()) continue;
+    for (const auto& cs : statuses) {
+      const Json& waiting = kube::AtPath(cs, "/state/waiting");
+      const std::string reason = waiting.is_object() ? waiting.value("reason", "") : "";
+      if (reason.empty() || reason == "ContainerCreating" || reason == "PodInitializing") continue;
+      std::string out =
+          "rank " + std::to_string(rank) + ": container " + cs.value("name", "?") + " " + reason;
+      const std::string msg = waiting.value("message", "");
+      if (!msg.empty()) out += ": " + msg.substr(0, 200);
+      return out;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 PodSummary SummarizePods(const model::JobPlacement& placement,
                          const std::vector<const Json*>& pods) {
   PodSummary s;
@@ -232,15 +311,22 @@ PodSummary SummarizePods(const model::JobPlacement& placement,
       }
     }
     if (const Json* c = model::UnschedulableCondition(*p); c != nullptr && s.refused.empty()) {
-      s.refused = "rank " + std::to_string(rank) + " on " + a->node + ": " + c->value("message", "");
+      s.refused =
+          "rank " + std::to_string(rank) + " on " + a->node + ": " + c->value("message", "");
     }
     std::string phase;
     if (p->contains("status")) phase = (*p)["status"].value("phase", "");
+    if (phase == "Pending" && !node.empty() && s.waiting.empty()) {
+      s.waiting = WaitingContainerDetail(*p, rank);
+    }
     if (phase == "Running") ++s.running;
     if (phase == "Succeeded") ++s.succeeded;
     if (phase == "Failed") {
       ++s.failed;
-      if (s.first_failed_pod.empty()) s.first_failed_pod = a->pod;
+      if (s.first_failed_pod.empty()) {
+        s.first_failed_pod = a->pod;
+        s.first_failed_detail = FailedPodDetail(*p);
+      }
     }
   }
   return s;
@@ -265,8 +351,8 @@ void ApplyAdmittedStatus(Json& status, const model::JobPlacement& placement, int
 bool ApplyWaitingStatus(Json& status, std::string_view message, int64_t generation,
                         std::chrono::system_clock::time_point now) {
   if (!status.is_object()) status = Json::object();
-  bool changed = SetCondition(status, model::kConditionAdmitted, "False", "Waiting", message,
-                              generation, now);
+  bool changed =
+      SetCondition(status, model::kConditionAdmitted, "False", "Waiting", message, generation, now);
   SetState(status, "Waiting", &changed);
   SetObserved(status, generation, &changed);
   return changed;
@@ -287,29 +373,36 @@ bool ApplyPlacedStatus(Json& status, const model::JobPlacement& placement, const
   if (!status.is_object()) status = Json::object();
   bool changed = false;
   const std::string n = std::to_string(s.ranks);
-  changed |= SetCondition(status, model::kConditionAdmitted, "True", "Admitted",
-                          "placed " + n + " ranks in " + JoinDomains(placement.domains),
-                          generation, now);
+  changed |=
+      SetCondition(status, model::kConditionAdmitted, "True", "Admitted",
+                   "placed " + n + " ranks in " + JoinDomains(placement.domains), generation, now);
   if (s.bound == s.ranks && s.ranks > 0) {
-    changed |= SetCondition(status, model::kConditionPlaced, "True", "AllRanksBound",
-                            "all " + n + " rank pods bound to their planned nodes", generation, now);
+    changed |=
+        SetCondition(status, model::kConditionPlaced, "True", "AllRanksBound",
+                     "all " + n + " rank pods bound to their planned nodes", generation, now);
   } else {
     std::string msg = std::to_string(s.bound) + " of " + n + " rank pods bound";
     if (s.created < s.ranks) msg += ", " + std::to_string(s.ranks - s.created) + " not created yet";
     if (s.misplaced > 0) msg += ", " + std::to_string(s.misplaced) + " bound to another node";
     if (!s.refused.empty()) msg += "; kube-scheduler refuses " + s.refused;
-    const std::string_view reason = s.misplaced > 0      ? "Misplaced"
+    if (!s.rejected.empty()) msg += "; the API server rejects " + s.rejected;
+    const std::string_view reason = !s.rejected.empty()  ? "PodRejected"
+                                    : s.misplaced > 0    ? "Misplaced"
                                     : !s.refused.empty() ? "Unschedulable"
                                                          : "PodsPending";
     changed |= SetCondition(status, model::kConditionPlaced, "False", reason, msg, generation, now);
   }
   std::string state = "Admitted";
+  // A recovery owns the Running condition while it lasts (operator/recovery.h).
+  const bool recovering = StatusConditionTrue(status, model::kConditionRecovering);
   if (s.failed > 0) {
     state = "Failed";
-    changed |= SetCondition(status, model::kConditionFailed, "True", "RankFailed",
-                            "rank pod " + s.first_failed_pod + " failed", generation, now);
-    changed |= SetCondition(status, model::kConditionRunning, "False", "RankFailed",
-                            "rank pod " + s.first_failed_pod + " failed", generation, now);
+    const std::string msg = "rank pod " + s.first_failed_pod + " failed" +
+                            (s.first_failed_detail.empty() ? "" : ": " + s.first_failed_detail);
+    changed |=
+        SetCondition(status, model::kConditionFailed, "True", "RankFailed", msg, generation, now);
+    changed |=
+        SetCondition(status, model::kConditionRunning, "False", "RankFailed", msg, generation, now);
   } else if (s.succeeded == s.ranks && s.ranks > 0) {
     state = "Succeeded";
     changed |= SetCondition(status, model::kConditionSucceeded, "True", "AllRanksSucceeded",
@@ -320,12 +413,13 @@ bool ApplyPlacedStatus(Json& status, const model::JobPlacement& placement, const
     state = "Running";
     changed |= SetCondition(status, model::kConditionRunning, "True", "AllRanksRunning",
                             "all " + n + " ranks running", generation, now);
-  } else {
-    changed |= SetCondition(status, model::kConditionRunning, "False", "RanksNotRunning",
-                            std::to_string(s.running) + " of " + n + " ranks running", generation,
-                            now);
+  } else if (!recovering) {
+    const NotRunning why = NotRunningReason(s);
+    changed |= SetCondition(status, model::kConditionRunning, "False", why.reason, why.message,
+                            generation, now);
   }
   SetState(status, state, &changed);
+  changed |= SyncRecoveringState(status);
   std::string domains = JoinDomains(placement.domains);
   if (status.value("domains", "") != domains) {
     status["domains"] = domains;
@@ -333,6 +427,52 @@ bool ApplyPlacedStatus(Json& status, const model::JobPlacement& placement, const
   }
   SetObserved(status, generation, &changed);
   return changed;
+}
+
+NotRunning NotRunningReason(const PodSummary& s) {
+  const std::string head =
+      std::to_string(s.running) + " of " + std::to_string(s.ranks) + " ranks running; ";
+  if (!s.rejected.empty()) return {"PodRejected", head + "the API server rejects " + s.rejected};
+  if (!s.refused.empty()) return {"Unschedulable", head + "kube-scheduler refuses " + s.refused};
+  if (s.misplaced > 0) {
+    return {"Misplaced", head + std::to_string(s.misplaced) + " rank pods bound to another node"};
+  }
+  if (!s.waiting.empty()) return {"ContainerWaiting", head + s.waiting};
+  if (s.bound + s.misplaced < s.ranks) {
+    const int unbound = s.ranks - s.bound - s.misplaced;
+    return {"PodsPending", head + std::to_string(unbound) + " rank pods not bound to a node yet"};
+  }
+  return {"RanksNotRunning", head + "the others are starting"};
+}
+
+std::optional<Stuck> StuckOf(const Json& job, std::chrono::system_clock::time_point now,
+                             std::chrono::seconds bound,
+                             std::optional<std::chrono::seconds>* recheck_in) {
+  if (recheck_in != nullptr) recheck_in->reset();
+  if (bound.count() <= 0 || !model::HoldsReservation(job) || model::JobFinished(job)) {
+    return std::nullopt;
+  }
+  const Json* c = model::FindCondition(job, model::kConditionRunning);
+  if (c == nullptr || c->value("status", "") != "False") return std::nullopt;
+  const std::string since = c->value("lastTransitionTime", "");
+  auto t = kube::ParseTime(since);
+  if (!t.ok()) return std::nullopt;
+  const auto age = std::chrono::duration_cast<std::chrono::seconds>(now - *t);
+  if (age < bound) {
+    if (recheck_in != nullptr) *recheck_in = bound - age;
+    return std::nullopt;
+  }
+  return Stuck{c->value("reason", ""), c->value("message", ""), since, age};
+}
+
+std::map<std::string, int, std::less<>> CountStuckJobs(const std::vector<kube::ObjectPtr>& jobs,
+                                                       std::chrono::system_clock::time_point now,
+                                                       std::chrono::seconds bound) {
+  std::map<std::string, int, std::less<>> out;
+  for (const auto& j : jobs) {
+    if (auto stuck = StuckOf(*j, now, bound)) ++out[stuck->reason];
+  }
+  return out;
 }
 
 std::string JobMetricState(const Json& job) {

@@ -1,10 +1,10 @@
 #include "operator/job_objects.h"
 
-#include "model/names.h"
-
 #include <gtest/gtest.h>
 
 #include <map>
+
+#include "model/names.h"
 
 namespace nvl72::op {
 namespace {
@@ -105,16 +105,20 @@ TEST(SummaryTest, ARefusedRankIsNamedWithTheSchedulersMessage) {
   model::JobPlacement p;
   p.domains = {"d"};
   p.ranks = {{0, "n0", "j-0"}, {1, "n1", "j-1"}};
-  Json bound = {{"metadata", {{"name", "j-0"}, {"labels", {{"nvl72.dev/job", "j"}, {"nvl72.dev/rank", "0"}}}}},
+  Json bound = {{"metadata",
+                 {{"name", "j-0"}, {"labels", {{"nvl72.dev/job", "j"}, {"nvl72.dev/rank", "0"}}}}},
                 {"spec", {{"nodeName", "n0"}}},
                 {"status", {{"phase", "Running"}}}};
   Json refused = {
-      {"metadata", {{"name", "j-1"}, {"labels", {{"nvl72.dev/job", "j"}, {"nvl72.dev/rank", "1"}}}}},
+      {"metadata",
+       {{"name", "j-1"}, {"labels", {{"nvl72.dev/job", "j"}, {"nvl72.dev/rank", "1"}}}}},
       {"spec", Json::object()},
       {"status",
        {{"phase", "Pending"},
         {"conditions",
-         {{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"},
+         {{{"type", "PodScheduled"},
+           {"status", "False"},
+           {"reason", "Unschedulable"},
            {"message", "0/2 nodes are available: 1 Insufficient cpu."}}}}}}};
   PodSummary s = SummarizePods(p, {&bound, &refused});
   EXPECT_EQ(s.refused, "rank 1 on n1: 0/2 nodes are available: 1 Insufficient cpu.");
@@ -177,6 +181,180 @@ TEST(SummaryTest, StatesFromPods) {
   s = SummarizePods(p, {&a, &b});
   EXPECT_TRUE(ApplyPlacedStatus(status, p, s, 1, now));
   EXPECT_EQ(status["state"], "Failed");
+}
+
+// Issue 27 case 8: the template's own MASTER_PORT wins (two hostNetwork jobs packed on the same
+// nodes need different ports), and a hostNetwork rank resolves the Service name MASTER_ADDR.
+TEST(BuildRankPodTest, TheTemplatesMasterPortWinsAndHostNetworkGetsClusterDns) {
+  Json tmpl = Json::parse(R"({"spec": {"hostNetwork": true, "containers": [
+      {"name": "c", "env": [{"name": "MASTER_PORT", "value": "29600"}]}, {"name": "side"}]}})");
+  Json job = JobWithTemplate(tmpl);
+  auto spec = model::ParseJobSpec(job["spec"]);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->master_port, 29600);
+  Json pod = BuildRankPod(job, *spec, {0, "n0", "j-0"}, 29500, "nvidia.com/gpu");
+  for (const auto& c : pod["spec"]["containers"]) {
+    int ports = 0;
+    for (const auto& e : c["env"]) {
+      if (e["name"] != "MASTER_PORT") continue;
+      ++ports;
+      EXPECT_EQ(e["value"], "29600") << c["name"];
+    }
+    EXPECT_EQ(ports, 1) << c["name"];
+  }
+  EXPECT_EQ(pod["spec"]["dnsPolicy"], "ClusterFirstWithHostNet");
+  EXPECT_EQ(BuildHeadlessService(job, spec->EffectiveMasterPort(29500))["spec"]["ports"][0]["port"],
+            29600);
+  // An explicit policy other than ClusterFirst is the user's; pods without hostNetwork keep theirs.
+  auto pod_of = [](const Json& t) {
+    Json j = JobWithTemplate(t);
+    auto sp = model::ParseJobSpec(j["spec"]);
+    EXPECT_TRUE(sp.ok()) << sp.status();
+    return BuildRankPod(j, *sp, {0, "n0", "j-0"}, 29500, "nvidia.com/gpu");
+  };
+  tmpl["spec"]["dnsPolicy"] = "None";
+  EXPECT_EQ(pod_of(tmpl)["spec"]["dnsPolicy"], "None");
+  tmpl["spec"].erase("dnsPolicy");
+  tmpl["spec"]["hostNetwork"] = false;
+  EXPECT_FALSE(pod_of(tmpl)["spec"].contains("dnsPolicy"));
+}
+
+TEST(BuildRankPodTest, WithoutATemplatePortTheOperatorsPortIsUsed) {
+  Json job = JobWithTemplate(Json::parse(R"({"spec": {"containers": [{"name": "c"}]}})"));
+  auto spec = model::ParseJobSpec(job["spec"]);
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_FALSE(spec->master_port.has_value());
+  Json pod = BuildRankPod(job, *spec, {0, "n0", "j-0"}, 29511, "nvidia.com/gpu");
+  bool found = false;
+  for (const auto& e : pod["spec"]["containers"][0]["env"]) {
+    if (e["name"] == "MASTER_PORT") found = e["value"] == "29511";
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(JobSpecMasterPortTest, APortThatIsNoPortOrDisagreesIsRejectedWithTheField) {
+  for (
+      const char* tmpl :
+      {R"({"spec": {"containers": [{"name": "c", "env": [{"name": "MASTER_PORT", "value": "http"}]}]}})",
+       R"({"spec": {"containers": [{"name": "c", "env": [{"name": "MASTER_PORT", "value": "70000"}]}]}})",
+       R"({"spec": {"containers": [{"name": "a", "env": [{"name": "MASTER_PORT", "value": "1"}]},
+                                       {"name": "b", "env": [{"name": "MASTER_PORT", "value": "2"}]}]}})"}) {
+    Json job = JobWithTemplate(Json::parse(tmpl));
+    auto spec = model::ParseJobSpec(job["spec"]);
+    ASSERT_FALSE(spec.ok()) << tmpl;
+    EXPECT_NE(spec.status().message().find("MASTER_PORT"), std::string::npos) << spec.status();
+  }
+}
+
+// Issue 27 case 14: the Failed condition says why the rank failed.
+TEST(FailedPodDetailTest, NamesTheContainerExitCodeAndReasonElseThePodsReason) {
+  Json pod = Json::parse(R"({"status": {"phase": "Failed", "containerStatuses": [
+      {"name": "side", "state": {"terminated": {"exitCode": 0}}},
+      {"name": "trainer", "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}]}})");
+  EXPECT_EQ(FailedPodDetail(pod), "container trainer exited with code 137 (OOMKilled)");
+  pod = Json::parse(R"({"status": {"phase": "Failed", "reason": "Evicted",
+      "message": "The node was low on resource: memory."}})");
+  EXPECT_EQ(FailedPodDetail(pod), "Evicted: The node was low on resource: memory.");
+  EXPECT_EQ(FailedPodDetail(Json::parse(R"({"status": {"phase": "Failed"}})")), "");
+
+  model::JobPlacement p;
+  p.domains = {"d"};
+  p.ranks = {{0, "n0", "j-0"}};
+  Json failed = Json::parse(R"({"metadata": {"name": "j-0",
+      "labels": {"nvl72.dev/job": "j", "nvl72.dev/rank": "0"}}, "spec": {"nodeName": "n0"},
+      "status": {"phase": "Failed", "containerStatuses": [
+        {"name": "trainer", "state": {"terminated": {"exitCode": 3, "message": "NCCL error"}}}]}})");
+  Json status;
+  ApplyPlacedStatus(status, p, SummarizePods(p, {&failed}), 1, std::chrono::system_clock::now());
+  const Json job = {{"status", status}};
+  EXPECT_EQ(model::FindCondition(job, model::kConditionFailed)->value("message", ""),
+            "rank pod j-0 failed: container trainer exited with code 3: NCCL error");
+}
+
+// Issue 27 case 9: status.state follows the Recovering condition.
+TEST(SyncRecoveringStateTest, StateFollowsTheRecoveringCondition) {
+  const auto now = std::chrono::system_clock::now();
+  Json status = {{"state", "Running"}};
+  SetCondition(status, model::kConditionRecovering, "True", "ReplacingRanks", "m", 1, now);
+  EXPECT_TRUE(SyncRecoveringState(status));
+  EXPECT_EQ(status["state"], "Recovering");
+  EXPECT_FALSE(SyncRecoveringState(status));
+  SetCondition(status, model::kConditionRecovering, "False", "Recovered", "m", 1, now);
+  EXPECT_TRUE(SyncRecoveringState(status));
+  EXPECT_EQ(status["state"], "Admitted");
+  status["state"] = "Failed";
+  SetCondition(status, model::kConditionRecovering, "True", "ReplacingRanks", "m", 1, now);
+  EXPECT_FALSE(SyncRecoveringState(status)) << "an ended job stays ended";
+}
+
+// The Running condition says why not every rank runs, most specific cause first.
+TEST(NotRunningReasonTest, MostSpecificCauseFirst) {
+  PodSummary s;
+  s.ranks = 4;
+  s.created = 4;
+  s.bound = 4;
+  s.running = 2;
+  EXPECT_EQ(NotRunningReason(s).reason, "RanksNotRunning");
+  EXPECT_EQ(NotRunningReason(s).message, "2 of 4 ranks running; the others are starting");
+  s.bound = 3;
+  EXPECT_EQ(NotRunningReason(s).reason, "PodsPending");
+  EXPECT_EQ(NotRunningReason(s).message,
+            "2 of 4 ranks running; 1 rank pods not bound to a node yet");
+  s.waiting = "rank 3: container c ImagePullBackOff: x";
+  EXPECT_EQ(NotRunningReason(s).reason, "ContainerWaiting");
+  s.misplaced = 1;
+  EXPECT_EQ(NotRunningReason(s).reason, "Misplaced");
+  s.refused = "rank 1 on n1: no";
+  EXPECT_EQ(NotRunningReason(s).reason, "Unschedulable");
+  s.rejected = "rank pod j-2: forbidden";
+  EXPECT_EQ(NotRunningReason(s).reason, "PodRejected");
+  EXPECT_NE(NotRunningReason(s).message.find("the API server rejects rank pod j-2"),
+            std::string::npos);
+}
+
+TEST(SummaryTest, ABoundPendingRankWithAWaitingContainerIsNamed) {
+  model::JobPlacement p;
+  p.domains = {"d"};
+  p.ranks = {{0, "n0", "j-0"}};
+  Json pod = Json::parse(R"({"metadata": {"name": "j-0",
+      "labels": {"nvl72.dev/job": "j", "nvl72.dev/rank": "0"}}, "spec": {"nodeName": "n0"},
+      "status": {"phase": "Pending", "containerStatuses": [
+        {"name": "trainer", "state": {"waiting": {"reason": "ImagePullBackOff",
+                                                   "message": "Back-off pulling image"}}}]}})");
+  EXPECT_EQ(SummarizePods(p, {&pod}).waiting,
+            "rank 0: container trainer ImagePullBackOff: Back-off pulling image");
+  pod["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] = "ContainerCreating";
+  EXPECT_EQ(SummarizePods(p, {&pod}).waiting, "") << "normal start-up is no reason";
+}
+
+// The stuck rule: Running False for at least the bound, on a job that holds a reservation.
+TEST(StuckOfTest, RunningFalseForTheBoundIsStuckAndTheRecheckSaysWhen) {
+  const auto t0 = std::chrono::system_clock::from_time_t(2000000000);
+  Json status = {
+      {"placement",
+       {{"domains", {"d"}}, {"ranks", {{{"rank", 0}, {"node", "n0"}, {"pod", "j-0"}}}}}}};
+  SetCondition(status, model::kConditionAdmitted, "True", "Admitted", "m", 1, t0);
+  SetCondition(status, model::kConditionRunning, "False", "ContainerWaiting", "why", 1, t0);
+  Json job = {{"metadata", {{"name", "j"}, {"namespace", "ns"}}},
+              {"spec", {{"replicas", 1}}},
+              {"status", status}};
+  std::optional<std::chrono::seconds> recheck;
+  EXPECT_FALSE(StuckOf(job, t0 + std::chrono::seconds(100), std::chrono::seconds(300), &recheck));
+  ASSERT_TRUE(recheck.has_value());
+  EXPECT_EQ(recheck->count(), 200);
+  auto stuck = StuckOf(job, t0 + std::chrono::seconds(300), std::chrono::seconds(300), &recheck);
+  ASSERT_TRUE(stuck.has_value());
+  EXPECT_EQ(stuck->reason, "ContainerWaiting");
+  EXPECT_EQ(stuck->message, "why");
+  EXPECT_EQ(stuck->age.count(), 300);
+  EXPECT_FALSE(recheck.has_value());
+  EXPECT_FALSE(StuckOf(job, t0 + std::chrono::seconds(900), std::chrono::seconds(0)))
+      << "0 turns the rule off";
+  auto counts = CountStuckJobs({std::make_shared<const Json>(job)}, t0 + std::chrono::seconds(400),
+                               std::chrono::seconds(300));
+  EXPECT_EQ(counts["ContainerWaiting"], 1);
+  SetCondition(job["status"], model::kConditionRunning, "True", "AllRanksRunning", "ok", 1, t0);
+  EXPECT_FALSE(StuckOf(job, t0 + std::chrono::seconds(900), std::chrono::seconds(300)));
 }
 
 }  // namespace

@@ -114,6 +114,9 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   jobs_ = &Build<Gauge>(r, "nvl72_operator_jobs",
                         "NVL72Jobs by state after the last admission pass (Pending: not yet "
                         "looked at; Recovering: Recovering condition True)");
+  stuck_ = &Build<Gauge>(r, "nvl72_operator_stuck_jobs",
+                         "Jobs holding a reservation whose ranks have not all run for "
+                         "--stuck-seconds, by the reason of their Running condition");
   waiting_ = &Build<Gauge>(r, "nvl72_operator_waiting_jobs",
                            "Jobs waiting for capacity after the last admission pass")
                   .Add({});
@@ -155,10 +158,11 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   recovery_seconds_ = &Build<Histogram>(
       r, "nvl72_operator_recovery_duration_seconds",
       "From the recovery decision to every rank running again, by outcome (in_place, moved)");
-  replans_ = &Build<Counter>(r, "nvl72_operator_replans_total",
-                             "Gangs whose reservation the safety net released because kube-scheduler "
-                             "refused a rank on its planned node (docs/operator.md)")
-                  .Add({});
+  replans_ =
+      &Build<Counter>(r, "nvl72_operator_replans_total",
+                      "Gangs whose reservation the safety net released because kube-scheduler "
+                      "refused a rank on its planned node (docs/operator.md)")
+           .Add({});
   defrag_moves_ = &Build<Counter>(r, "nvl72_operator_defrag_moves_total",
                                   "Defragmentation moves by result (started, completed, failed)");
   api_seconds_ = &Build<Histogram>(r, "nvl72_operator_api_request_duration_seconds",
@@ -269,17 +273,27 @@ void Metrics::CountAdmitted(double wait_seconds) {
 
 void Metrics::ObserveDecision(double seconds) { decision_seconds_->Observe(seconds); }
 
-void Metrics::SetJobStates(const std::map<std::string, int, std::less<>>& counts) {
-  std::lock_guard<std::mutex> l(mu_);
-  for (auto& [state, gauge] : job_states_) {
-    auto it = counts.find(state);
+void Metrics::SetCountsLocked(prometheus::Family<prometheus::Gauge>* family, const char* label,
+                              std::map<std::string, prometheus::Gauge*, std::less<>>& series,
+                              const std::map<std::string, int, std::less<>>& counts) {
+  for (auto& [key, gauge] : series) {
+    auto it = counts.find(key);
     gauge->Set(it == counts.end() ? 0 : it->second);
   }
-  for (const auto& [state, n] : counts) {
-    if (job_states_.count(state) == 0) {
-      job_states_.emplace(state, &jobs_->Add({{"state", state}})).first->second->Set(n);
-    }
+  for (const auto& [key, n] : counts) {
+    if (series.count(key) == 0)
+      series.emplace(key, &family->Add({{label, key}})).first->second->Set(n);
   }
+}
+
+void Metrics::SetJobStates(const std::map<std::string, int, std::less<>>& counts) {
+  std::lock_guard<std::mutex> l(mu_);
+  SetCountsLocked(jobs_, "state", job_states_, counts);
+}
+
+void Metrics::SetStuckJobs(const std::map<std::string, int, std::less<>>& counts) {
+  std::lock_guard<std::mutex> l(mu_);
+  SetCountsLocked(stuck_, "reason", stuck_reasons_, counts);
 }
 
 void Metrics::SetWaiting(int jobs, double longest_wait_seconds) {

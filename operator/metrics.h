@@ -86,6 +86,8 @@ class Metrics {
   void ObserveDecision(double seconds);  // one PlaceGang call
   // Jobs per JobMetricState() after an admission pass; states not in the map are set to 0.
   void SetJobStates(const std::map<std::string, int, std::less<>>& counts);
+  // Stuck jobs per reason (CountStuckJobs); reasons seen before and not in the map are set to 0.
+  void SetStuckJobs(const std::map<std::string, int, std::less<>>& counts);
   // Jobs waiting for capacity and the age (since creation) of the oldest of them (0: none).
   void SetWaiting(int jobs, double longest_wait_seconds);
   void SetAdmittedJobs(int n);  // jobs holding a reservation
@@ -168,6 +170,13 @@ class Metrics {
   std::map<std::string, prometheus::Counter*, std::less<>> reconcile_counters_;  // "kind/result"
   std::map<std::string, prometheus::Histogram*, std::less<>> reconcile_histograms_;  // kind
   std::map<std::string, prometheus::Gauge*, std::less<>> job_states_;
+  prometheus::Family<prometheus::Gauge>* stuck_;
+  std::map<std::string, prometheus::Gauge*, std::less<>> stuck_reasons_;
+  // Sets one gauge of `family` per key of `counts` (label `label`); keys of `series` missing from
+  // `counts` go to 0. Call with mu_ held.
+  void SetCountsLocked(prometheus::Family<prometheus::Gauge>* family, const char* label,
+                       std::map<std::string, prometheus::Gauge*, std::less<>>& series,
+                       const std::map<std::string, int, std::less<>>& counts);
   std::map<std::string, DomainSeries, std::less<>> domains_;
   std::map<std::string, prometheus::Counter*, std::less<>> recovery_counters_;
   std::map<std::string, prometheus::Histogram*, std::less<>> recovery_histograms_;

@@ -18,14 +18,18 @@ std::string PodFailedByNode(const nlohmann::json& pod) {
   const nlohmann::json& status = pod["status"];
   if (StringAt(status, "phase") != "Failed") return "";
   const std::string reason = StringAt(status, "reason");
-  static constexpr std::string_view kNodeReasons[] = {
-      "NodeLost",     "Evicted",      "NodeShutdown",
-      "Shutdown",     "Terminated",   "NodeAffinity",
-      "UnexpectedAdmissionError"};
+  static constexpr std::string_view kNodeReasons[] = {"NodeLost",
+                                                      "Evicted",
+                                                      "NodeShutdown",
+                                                      "Shutdown",
+                                                      "Terminated",
+                                                      "NodeAffinity",
+                                                      "UnexpectedAdmissionError"};
   for (std::string_view r : kNodeReasons) {
     if (reason == r) return reason;
   }
-  if (reason.size() > 5 && reason.rfind("OutOf", 0) == 0) return reason;  // e.g. OutOfnvidia.com/gpu
+  if (reason.size() > 5 && reason.rfind("OutOf", 0) == 0)
+    return reason;  // e.g. OutOfnvidia.com/gpu
   const auto it = status.find("conditions");
   if (it == status.end() || !it->is_array()) return "";
   static constexpr std::string_view kDisruptionReasons[] = {
@@ -42,13 +46,24 @@ std::string PodFailedByNode(const nlohmann::json& pod) {
 
 std::string_view NodeFailureName(NodeFailure f) {
   switch (f) {
-    case NodeFailure::kNone: return "Healthy";
-    case NodeFailure::kNodeGone: return "NodeGone";
-    case NodeFailure::kNotReady: return "NodeNotReady";
-    case NodeFailure::kNoExecuteTaint: return "NodeNoExecuteTaint";
-    case NodeFailure::kGpusLost: return "NodeGpusLost";
-    case NodeFailure::kPodFailedByNode: return "PodFailedByNode";
-    case NodeFailure::kCordoned: return "NodeCordoned";
+    case NodeFailure::kNone:
+      return "Healthy";
+    case NodeFailure::kNodeGone:
+      return "NodeGone";
+    case NodeFailure::kNotReady:
+      return "NodeNotReady";
+    case NodeFailure::kNoExecuteTaint:
+      return "NodeNoExecuteTaint";
+    case NodeFailure::kGpusLost:
+      return "NodeGpusLost";
+    case NodeFailure::kPodFailedByNode:
+      return "PodFailedByNode";
+    case NodeFailure::kCordoned:
+      return "NodeCordoned";
+    case NodeFailure::kDrained:
+      return "NodeDrained";
+    case NodeFailure::kLeftDomain:
+      return "NodeLeftDomain";
   }
   return "Healthy";
 }

@@ -2,9 +2,9 @@
 // in-place recovery (issue 6), which replaces exactly these ranks.
 //
 // A node counts as failed for a rank when: it is gone (deleted / not in the snapshot); its Ready
-// condition is not True for at least `grace` before `now` (a shorter blip changes nothing); it has an
-// untolerated NoExecute taint (e.g. node.kubernetes.io/unreachable); or its allocatable GPUs dropped
-// below what the rank needs. Cordoned nodes are failed only when the caller asks for it
+// condition is not True for at least `grace` before `now` (a shorter blip changes nothing); it has
+// an untolerated NoExecute taint (e.g. node.kubernetes.io/unreachable); or its allocatable GPUs
+// dropped below what the rank needs. Cordoned nodes are failed only when the caller asks for it
 // (`cordoned_fails`, the operator's --cordoned-ranks=move); by default running ranks stay.
 // A rank also fails when its pod failed because of the node (PodFailedByNode): the node may look
 // healthy, but the rank must not stay there. A pod that failed on its own (the application exited
@@ -13,11 +13,10 @@
 #pragma once
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "model/cluster_state.h"
 
@@ -31,6 +30,8 @@ enum class NodeFailure {
   kGpusLost,
   kPodFailedByNode,  // the rank's pod failed with a node-caused reason (PodFailedByNode)
   kCordoned,         // spec.unschedulable, only when the caller moves ranks off cordoned nodes
+  kDrained,     // a cordoned node without the rank's pod (a drain evicted it): it cannot return
+  kLeftDomain,  // a Required segment's node now carries another domain label (relabelled)
 };
 std::string_view NodeFailureName(NodeFailure f);
 

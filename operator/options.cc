@@ -62,6 +62,9 @@ Usage: nvl72-operator [flags]
   --unschedulable-replan-seconds N  a rank pod kube-scheduler refuses on its planned node for this
                                long releases its gang's reservation, and the gang is planned again
                                without that node (doubles with each re-plan; default 60)
+  --stuck-seconds N            a job holding a reservation whose ranks have not all run for this long
+                               is stuck: a Warning event "Stuck" with the Running condition's reason,
+                               counted in nvl72_operator_stuck_jobs{reason} (default 300; 0 = off)
   --max-replans N              re-plans of one job (per spec generation) before it waits for a spec
                                change (default 3)
   --log-format FORMAT          text | json (one JSON object per line; default text)
@@ -73,34 +76,44 @@ Usage: nvl72-operator [flags]
 StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   Options o;
   std::map<std::string, std::string*> strings = {
-      {"kubeconfig", &o.kubeconfig},         {"namespace", &o.ns},
-      {"domain-label", &o.domain_label},     {"domain-label-fallback", &o.domain_label_fallback},
-      {"gpu-resource", &o.gpu_resource},     {"policy", &o.policy},
-      {"lease-name", &o.lease_name},         {"lease-namespace", &o.lease_namespace},
-      {"identity", &o.identity},             {"metrics-addr", &o.metrics_addr},
-      {"metrics-tls-cert", &o.metrics_tls_cert}, {"metrics-tls-key", &o.metrics_tls_key},
+      {"kubeconfig", &o.kubeconfig},
+      {"namespace", &o.ns},
+      {"domain-label", &o.domain_label},
+      {"domain-label-fallback", &o.domain_label_fallback},
+      {"gpu-resource", &o.gpu_resource},
+      {"policy", &o.policy},
+      {"lease-name", &o.lease_name},
+      {"lease-namespace", &o.lease_namespace},
+      {"identity", &o.identity},
+      {"metrics-addr", &o.metrics_addr},
+      {"metrics-tls-cert", &o.metrics_tls_cert},
+      {"metrics-tls-key", &o.metrics_tls_key},
       {"metrics-client-ca", &o.metrics_client_ca},
-      {"health-addr", &o.health_addr},       {"log-level", &o.log_level},
+      {"health-addr", &o.health_addr},
+      {"log-level", &o.log_level},
       {"cordoned-ranks", &o.cordoned_ranks},
       {"log-format", &o.log_format}};
   std::string spare_reserve(placement::SpareReserveName(o.spare_reserve));
   strings["spare-reserve"] = &spare_reserve;
-  std::map<std::string, int*> ints = {{"spares-per-domain", &o.spares_per_domain},
-                                      {"workers", &o.workers},
-                                      {"master-port", &o.master_port},
-                                      {"admission-resync-seconds", &o.admission_resync_seconds},
-                                      {"recovery-wait-seconds", &o.recovery_wait_seconds},
-                                      {"defrag-max-concurrent-moves", &o.defrag_max_concurrent_moves},
-                                      {"defrag-min-interval-seconds", &o.defrag_min_interval_seconds},
-                                      {"defrag-cooldown-seconds", &o.defrag_cooldown_seconds},
-                                      {"defrag-grace-seconds", &o.defrag_grace_seconds},
-                                      {"defrag-move-timeout-seconds", &o.defrag_move_timeout_seconds},
-                                      {"health-stall-seconds", &o.health_stall_seconds},
-                                      {"unschedulable-replan-seconds", &o.unschedulable_replan_seconds},
-                                      {"max-replans", &o.max_replans}};
-  std::map<std::string, bool*> bools = {
-      {"leader-elect", &o.leader_elect}, {"help", &o.help}, {"version", &o.version},
-      {"defrag", &o.defrag}};
+  std::map<std::string, int*> ints = {
+      {"spares-per-domain", &o.spares_per_domain},
+      {"workers", &o.workers},
+      {"master-port", &o.master_port},
+      {"admission-resync-seconds", &o.admission_resync_seconds},
+      {"recovery-wait-seconds", &o.recovery_wait_seconds},
+      {"defrag-max-concurrent-moves", &o.defrag_max_concurrent_moves},
+      {"defrag-min-interval-seconds", &o.defrag_min_interval_seconds},
+      {"defrag-cooldown-seconds", &o.defrag_cooldown_seconds},
+      {"defrag-grace-seconds", &o.defrag_grace_seconds},
+      {"defrag-move-timeout-seconds", &o.defrag_move_timeout_seconds},
+      {"health-stall-seconds", &o.health_stall_seconds},
+      {"unschedulable-replan-seconds", &o.unschedulable_replan_seconds},
+      {"max-replans", &o.max_replans},
+      {"stuck-seconds", &o.stuck_seconds}};
+  std::map<std::string, bool*> bools = {{"leader-elect", &o.leader_elect},
+                                        {"help", &o.help},
+                                        {"version", &o.version},
+                                        {"defrag", &o.defrag}};
 
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -122,7 +135,8 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       } else if (value == "false") {
         *b->second = false;
       } else {
-        return InvalidArgumentError("--" + name + ": expected true or false, got \"" + value + "\"");
+        return InvalidArgumentError("--" + name + ": expected true or false, got \"" + value +
+                                    "\"");
       }
       continue;
     }
@@ -175,19 +189,21 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
     return InvalidArgumentError("--defrag-max-concurrent-moves: must be >= 1");
   }
   if (o.domain_label.empty()) return InvalidArgumentError("--domain-label: must not be empty");
-  for (auto [flag, addr] : {std::pair{"--metrics-addr", &o.metrics_addr},
-                            std::pair{"--health-addr", &o.health_addr}}) {
+  for (auto [flag, addr] :
+       {std::pair{"--metrics-addr", &o.metrics_addr}, std::pair{"--health-addr", &o.health_addr}}) {
     std::string host;
     int port = 0;
     if (!addr->empty() && *addr != "0" && !SplitHostPort(*addr, &host, &port)) {
-      return InvalidArgumentError(std::string(flag) + ": expected HOST:PORT, got \"" + *addr + "\"");
+      return InvalidArgumentError(std::string(flag) + ": expected HOST:PORT, got \"" + *addr +
+                                  "\"");
     }
   }
   if (o.metrics_tls_cert.empty() != o.metrics_tls_key.empty()) {
     return InvalidArgumentError("--metrics-tls-cert and --metrics-tls-key go together");
   }
   if (!o.metrics_client_ca.empty() && o.metrics_tls_cert.empty()) {
-    return InvalidArgumentError("--metrics-client-ca needs --metrics-tls-cert and --metrics-tls-key");
+    return InvalidArgumentError(
+        "--metrics-client-ca needs --metrics-tls-cert and --metrics-tls-key");
   }
   if (o.leader_elect && (o.lease_name.empty() || o.lease_namespace.empty())) {
     return InvalidArgumentError("--leader-elect needs --lease-name and --lease-namespace");

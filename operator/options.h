@@ -27,7 +27,7 @@ struct Options {
   bool leader_elect = false;
   std::string lease_name = "nvl72-operator";
   std::string lease_namespace = "kube-system";
-  std::string identity;  // "" -> hostname_pid
+  std::string identity;                       // "" -> hostname_pid
   std::string metrics_addr = "0.0.0.0:8080";  // "" or "0" disables
   std::string health_addr = "0.0.0.0:8081";   // "" or "0" disables
   // /metrics over HTTPS (both PEM files set), and with a client CA only for clients with a
@@ -35,14 +35,15 @@ struct Options {
   std::string metrics_tls_cert;
   std::string metrics_tls_key;
   std::string metrics_client_ca;
-  std::string log_level = "info";              // debug | info | warning | error
+  std::string log_level = "info";  // debug | info | warning | error
   // Recovery (issue 6). -1 = unset: a job without spec.recovery.waitForDomainSeconds waits
   // 3 x its notReadyGraceSeconds for a node in its domain before its gang moves.
   int recovery_wait_seconds = -1;
-  std::string cordoned_ranks = "keep";  // keep | move (gracefully, when a node of the domain is free)
+  std::string cordoned_ranks =
+      "keep";  // keep | move (gracefully, when a node of the domain is free)
   // Defragmentation (issue 6): moves preemptible jobs so a waiting Required gang fits.
   bool defrag = true;
-  int defrag_max_concurrent_moves = 2;  // jobs being moved at once (and per plan)
+  int defrag_max_concurrent_moves = 2;   // jobs being moved at once (and per plan)
   int defrag_min_interval_seconds = 30;  // between two plans' moves
   int defrag_cooldown_seconds = 600;     // a moved job is not moved again within this
   int defrag_grace_seconds = 30;         // deletion grace of a moved job's pods (checkpointing)
@@ -53,8 +54,11 @@ struct Options {
   // this long releases its gang's reservation, which is planned again without that node; after
   // max_replans re-plans the job waits until its spec changes.
   int unschedulable_replan_seconds = 60;
+  // A job holding a reservation whose ranks have not all run for this long is stuck: Warning event
+  // "Stuck", nvl72_operator_stuck_jobs{reason}. 0 = off.
+  int stuck_seconds = 300;
   int max_replans = 3;
-  std::string log_format = "text";             // text | json
+  std::string log_format = "text";  // text | json
   // /healthz fails when keys are ready in the work queue but no reconcile finished for this long.
   int health_stall_seconds = 300;  // 0 = off
   bool help = false;

@@ -19,6 +19,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The API server refuses the object itself (a bad request, a denial by RBAC, quota or an admission
+// plugin, an invalid field): the same create fails again until someone changes something.
+bool IsRejection(const Status& s) {
+  const int code = kube::HttpCode(s);
+  return code == 400 || code == 403 || code == 422 || kube::IsInvalid(s) || kube::IsForbidden(s);
+}
+
 double SecondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -48,7 +55,8 @@ Reconciler::Reconciler(kube::Client* client, const ObjectStore* store, kube::Eve
       metrics_(metrics),
       enqueue_(std::move(enqueue)),
       options_(std::move(options)),
-      wall_clock_(wall_clock ? std::move(wall_clock) : [] { return std::chrono::system_clock::now(); }) {
+      wall_clock_(wall_clock ? std::move(wall_clock)
+                             : [] { return std::chrono::system_clock::now(); }) {
   placement::PolicyOptions po;
   po.spares_per_domain = options_.spares_per_domain;
   po.spare_reserve = options_.spare_reserve;
@@ -82,15 +90,50 @@ Status Reconciler::Reconcile(const std::string& key) {
   auto t0 = Clock::now();
   const bool admission = key == kAdmissionKey;
   Status s = admission ? AdmitPending() : ReconcileJob(key);
+  if (!admission) CheckStuck(key);
   if (metrics_ != nullptr) {
     metrics_->CountReconcile(admission ? "admission" : "job",
                              s.ok() ? "ok" : (kube::IsConflict(s) ? "requeue" : "error"),
                              SecondsSince(t0));
   }
   if (!s.ok()) {
-    NVL72_LOG(kDebug).Job(admission ? "" : key) << "reconcile " << key << ": " << s;
+    // A conflict or a vanished object is routine (a newer version is on its way); anything else is
+    // retried with backoff and said once per attempt.
+    if (kube::IsConflict(s) || kube::IsNotFound(s)) {
+      NVL72_LOG(kDebug).Job(admission ? "" : key) << "reconcile " << key << ": " << s;
+    } else {
+      NVL72_LOG(kWarning).Job(admission ? "" : key)
+          << "reconcile " << key << " failed (retried with backoff): " << s;
+    }
   }
   return s;
+}
+
+void Reconciler::CheckStuck(const std::string& key) {
+  ObjectPtr job = store_->Job(key);
+  std::optional<std::chrono::seconds> recheck;
+  std::optional<Stuck> stuck;
+  if (job != nullptr) stuck = StuckOf(*job, wall_clock_(), options_.stuck_after, &recheck);
+  if (recheck && enqueue_after_) {
+    enqueue_after_(key, std::chrono::duration_cast<std::chrono::milliseconds>(*recheck) +
+                            std::chrono::milliseconds(100));
+  }
+  std::string marker = stuck ? stuck->reason + "@" + stuck->since : "";
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = stuck_reported_.find(key);
+    const bool reported = it != stuck_reported_.end() && it->second == marker;
+    if (!stuck) {
+      if (it != stuck_reported_.end()) stuck_reported_.erase(it);
+      return;
+    }
+    if (reported) return;
+    stuck_reported_[key] = marker;
+  }
+  const std::string note = "ranks not all running for " + std::to_string(stuck->age.count()) +
+                           "s (" + stuck->reason + "): " + stuck->message;
+  NVL72_LOG(kWarning).Job(key) << key << " stuck: " << note;
+  Event(*job, true, "Stuck", "Check", note);
 }
 
 Reconciler::PassStats Reconciler::LastPass() const {
@@ -222,11 +265,14 @@ Status Reconciler::AdmitPending() {
   std::vector<Pending> pending;
   for (const auto& j : jobs) {
     if (kube::IsBeingDeleted(*j) || model::JobFinished(*j) || !HasFinalizer(*j)) continue;
+    // An admission pass runs when capacity may have freed: a recovery waiting for a node looks too.
+    if (RecoveryWaitsForNode(*j)) enqueue_(kube::KeyOf(*j));
     if (EffectivePlacement(*j).has_value() || ReplanLimitReached(*j)) continue;
     auto spec = model::ParseJobSpec(kube::AtPath(*j, "/spec"));
     if (!spec.ok()) continue;  // the job reconcile reports it
     int prio = model::JobPriority(*j, PriorityClassValue(model::PriorityClassName(*j)));
-    pending.push_back({prio, CreationTimestamp(*j), kube::KeyOf(*j), j.get(), std::move(spec).value()});
+    pending.push_back(
+        {prio, CreationTimestamp(*j), kube::KeyOf(*j), j.get(), std::move(spec).value()});
   }
   std::sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) {
     return std::tie(b.priority, a.created, a.key) < std::tie(a.priority, b.created, b.key);
@@ -241,8 +287,8 @@ Status Reconciler::AdmitPending() {
   std::vector<placement::JobShape> waiting_shapes;  // what stranded capacity is measured against
   for (auto& p : pending) {
     const auto t0 = Clock::now();
-    const model::JobVerdict verdict = model::JudgeJob(state, *p.job, p.spec, p.key, p.priority,
-                                                      options_.cluster.gpu_resource);
+    const model::JobVerdict verdict =
+        model::JudgeJob(state, *p.job, p.spec, p.key, p.priority, options_.cluster.gpu_resource);
     placement::GangDecision d;
     if (verdict.error.empty()) d = policy_->PlaceGang(state.snapshot(), verdict.request);
     const double secs = SecondsSince(t0);
@@ -393,10 +439,17 @@ Status Reconciler::Finalize(const Json& job) {
   const std::string name = kube::Name(job);
   const bool orphan = kube::HasFinalizer(job, kube::kOrphanFinalizer);
   Status first_error;
-  for (const auto& pod : orphan ? std::vector<ObjectPtr>{} : store_->PodsOfJob(ns, name)) {
-    if (kube::IsBeingDeleted(*pod) || kube::ControllerUid(*pod) != kube::Uid(job)) continue;
-    Status s = client_->Delete(kube::kPods, ns, kube::Name(*pod));
-    if (!s.ok() && !kube::IsNotFound(s) && first_error.ok()) first_error = s;
+  if (!orphan) {
+    // From the API server, not the cache: a rank pod created just before the delete may not be in
+    // the cache yet, and would be left running on its GPUs.
+    auto listed = client_->List(kube::kPods, ns,
+                                {.label_selector = std::string(model::kJobLabel) + "=" + name});
+    NVL72_RETURN_IF_ERROR(listed.status());
+    for (const Json& pod : listed->items) {
+      if (kube::IsBeingDeleted(pod) || kube::ControllerUid(pod) != kube::Uid(job)) continue;
+      Status s = client_->Delete(kube::kPods, ns, kube::Name(pod));
+      if (!s.ok() && !kube::IsNotFound(s) && first_error.ok()) first_error = s;
+    }
   }
   if (!orphan) {
     Status s = client_->Delete(kube::kServices, ns, name);
@@ -430,7 +483,7 @@ Status Reconciler::Finalize(const Json& job) {
 
 Status Reconciler::EnsureObjects(const Json& job, const model::JobSpec& spec,
                                  const model::JobPlacement& placement,
-                                 const std::vector<ObjectPtr>& pods) {
+                                 const std::vector<ObjectPtr>& pods, std::string* rejected) {
   const std::string ns = kube::Namespace(job);
   std::map<std::string, const Json*> existing;
   for (const auto& p : pods) existing[kube::Name(*p)] = p.get();
@@ -438,8 +491,10 @@ Status Reconciler::EnsureObjects(const Json& job, const model::JobSpec& spec,
   Status first_error;
   int created = 0;
   if (existing.size() < placement.ranks.size() || pods.empty()) {
-    auto svc = client_->Create(kube::kServices, ns, BuildHeadlessService(job, options_.master_port),
-                               {.field_manager = options_.field_manager});
+    auto svc =
+        client_->Create(kube::kServices, ns,
+                        BuildHeadlessService(job, spec.EffectiveMasterPort(options_.master_port)),
+                        {.field_manager = options_.field_manager});
     if (!svc.ok() && !kube::IsAlreadyExists(svc.status())) first_error = svc.status();
   }
   for (const auto& rank : placement.ranks) {
@@ -448,9 +503,17 @@ Status Reconciler::EnsureObjects(const Json& job, const model::JobSpec& spec,
     auto r = client_->Create(kube::kPods, ns, pod, {.field_manager = options_.field_manager});
     if (r.ok()) {
       ++created;
+    } else if (IsRejection(r.status())) {
+      if (rejected->empty()) rejected->assign("rank pod " + rank.pod + ": " + r.status().message());
     } else if (!kube::IsAlreadyExists(r.status()) && first_error.ok()) {
       first_error = r.status();
     }
+  }
+  if (!rejected->empty()) {
+    NVL72_LOG(kWarning).Job(kube::KeyOf(job))
+        << kube::KeyOf(job) << ": the API server rejects " << *rejected;
+    Event(job, true, "PodRejected", "Create", "the API server rejects " + *rejected);
+    if (enqueue_after_) enqueue_after_(kube::KeyOf(job), options_.rejected_retry);
   }
   if (created > 0) {
     NVL72_LOG(kDebug).Job(kube::KeyOf(job))
@@ -552,7 +615,9 @@ Status Reconciler::ReconcileJob(const std::string& key) {
     // Node health and recovery (operator/recovery.h) on the stored reservation. First on a
     // snapshot of the job's own rank nodes (O(ranks)); only a job with something to recover pays
     // for the snapshot of the whole cluster (O(nodes + pods)).
-    RecoveryInput in{.job = job.get(), .spec = &*spec, .now = now,
+    RecoveryInput in{.job = job.get(),
+                     .spec = &*spec,
+                     .now = now,
                      .gpu_resource = options_.cluster.gpu_resource};
     for (const auto& p : pods) in.pods.push_back(p.get());
     model::ClusterState local = BuildLocalState(*job, **stored, in.pods);
@@ -571,7 +636,8 @@ Status Reconciler::ReconcileJob(const std::string& key) {
   if (auto released = CheckRefusedRanks(*job, *placement, pods); !released.ok() || *released) {
     return released.ok() ? Status::Ok() : released.status();
   }
-  NVL72_RETURN_IF_ERROR(EnsureObjects(*job, *spec, *placement, pods));
+  std::string rejected;
+  NVL72_RETURN_IF_ERROR(EnsureObjects(*job, *spec, *placement, pods, &rejected));
 
   // Status from the pods, written only when the store shows our placement (else the write would be
   // based on a stale object and fail the optimistic-concurrency check anyway).
@@ -580,6 +646,7 @@ Status Reconciler::ReconcileJob(const std::string& key) {
   std::vector<const Json*> pod_ptrs;
   for (const auto& p : pods) pod_ptrs.push_back(p.get());
   PodSummary summary = SummarizePods(*placement, pod_ptrs);
+  summary.rejected = rejected;
   Json status = kube::AtPath(*job, "/status");
   const std::string state_before = status.value("state", "");
   bool changed = ApplyPlacedStatus(status, *placement, summary, generation, now);
@@ -604,7 +671,7 @@ Status Reconciler::ReconcileJob(const std::string& key) {
     if (state_after == "Succeeded" || state_after == "Failed") {
       NVL72_LOG(kInfo).Job(key) << key << " " << state_after;
       Event(*job, state_after == "Failed", state_after, "Complete", "job " + state_after);
-      enqueue_(kAdmissionKey);  // its GPUs are free again
+      enqueue_(kAdmissionKey);                     // its GPUs are free again
       if (state_after == "Failed") enqueue_(key);  // stop the remaining ranks
     } else if (state_after == "Running") {
       Event(*job, false, "Running", "Run", "all ranks running");
@@ -612,7 +679,8 @@ Status Reconciler::ReconcileJob(const std::string& key) {
   }
   if (summary.misplaced > 0) {
     Event(*job, true, "Misplaced", "Check",
-          std::to_string(summary.misplaced) + " rank pods bound to a node other than the planned one");
+          std::to_string(summary.misplaced) +
+              " rank pods bound to a node other than the planned one");
   }
   return Status::Ok();
 }

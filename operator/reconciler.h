@@ -1,7 +1,8 @@
 // Reconciler: the level-triggered logic of nvl72-operator, driven by keys from a work queue.
 //
 // Two kinds of keys:
-//  - "<namespace>/<name>" of an NVL72Job: ensure the finalizer, create the missing rank pods and the
+//  - "<namespace>/<name>" of an NVL72Job: ensure the finalizer, create the missing rank pods and
+//  the
 //    headless Service of an admitted job, derive conditions from the pods, clean up on deletion.
 //  - kAdmissionKey: one admission pass over ALL waiting jobs, in order of priority (desc) then
 //    creation time then key, on one snapshot: each job is placed all-or-nothing by the placement
@@ -48,8 +49,14 @@ struct ReconcilerOptions {
   int master_port = 29500;
   std::string field_manager = "nvl72-operator";
   RecoveryOptions recovery;  // node failures of admitted jobs (operator/recovery.h)
-  DefragOptions defrag;      // moves of preemptible jobs for waiting gangs (operator/defrag_executor.h)
+  DefragOptions defrag;  // moves of preemptible jobs for waiting gangs (operator/defrag_executor.h)
   SafetyNetOptions safety_net;  // ranks kube-scheduler refuses on their planned node (safety_net.h)
+  // The stuck rule (StuckOf in job_objects.h): a job whose ranks have not all run for this long
+  // gets a Warning event "Stuck"; 0 = off.
+  std::chrono::seconds stuck_after{300};
+  // A rank pod the API server rejected is tried again after this (a PriorityClass or quota may
+  // appear).
+  std::chrono::milliseconds rejected_retry{30000};
 };
 
 class Reconciler {
@@ -77,8 +84,8 @@ class Reconciler {
     int considered = 0;
     int admitted = 0;
     int waiting = 0;
-    int holding = 0;  // jobs holding a reservation after the pass
-    int defrag_moves = 0;  // jobs moved by defragmentation after the pass
+    int holding = 0;                       // jobs holding a reservation after the pass
+    int defrag_moves = 0;                  // jobs moved by defragmentation after the pass
     std::vector<double> decision_seconds;  // one per PlaceGang call
   };
   PassStats LastPass() const;
@@ -115,17 +122,25 @@ class Reconciler {
   std::optional<int> PriorityClassValue(const std::string& name);
 
   struct Committed {
-    bool written = false;          // false: a placement was already stored (adopted)
-    model::JobPlacement placement; // the placement now stored
-    Json object;                   // the job as written or read
+    bool written = false;           // false: a placement was already stored (adopted)
+    model::JobPlacement placement;  // the placement now stored
+    Json object;                    // the job as written or read
   };
-  // Commits `placement` for the job read as `cached`. Returns the placement now stored (ours, or one
-  // found on a fresh read), nullopt if the job is gone/changed/finished, or an error.
-  StatusOr<std::optional<Committed>> Commit(const Json& cached, const model::JobPlacement& placement);
+  // Commits `placement` for the job read as `cached`. Returns the placement now stored (ours, or
+  // one found on a fresh read), nullopt if the job is gone/changed/finished, or an error.
+  StatusOr<std::optional<Committed>> Commit(const Json& cached,
+                                            const model::JobPlacement& placement);
   Status EnsureFinalizer(const Json& job);
   Status Finalize(const Json& job);
+  // Creates the headless Service and the missing rank pods. A pod the API server rejects for good
+  // (400, 403, 422) goes to `*rejected` ("rank pod <name>: <message>"), with an event and a log
+  // line, and is tried again after options_.rejected_retry; other errors are returned.
   Status EnsureObjects(const Json& job, const model::JobSpec& spec,
-                       const model::JobPlacement& placement, const std::vector<ObjectPtr>& pods);
+                       const model::JobPlacement& placement, const std::vector<ObjectPtr>& pods,
+                       std::string* rejected);
+  // The stuck rule on the job of `key`: an event the first time it is stuck for a reason, and a
+  // requeue when it would become stuck.
+  void CheckStuck(const std::string& key);
   Status WriteStatus(const Json& job, Json status);
   // The safety net (operator/safety_net.h). Returns true when it released the job's reservation.
   StatusOr<bool> CheckRefusedRanks(const Json& job, const model::JobPlacement& placement,
@@ -153,8 +168,9 @@ class Reconciler {
   std::mutex decide_mu_;
   mutable std::mutex mu_;
   mutable std::map<std::string, Assumed> assumed_;  // job key -> committed placement
-  std::map<std::string, int> priority_classes_;   // name -> value (values are immutable)
+  std::map<std::string, int> priority_classes_;     // name -> value (values are immutable)
   PassStats last_pass_;
+  std::map<std::string, std::string> stuck_reported_;  // job key -> "<reason>@<since>" evented
 };
 
 }  // namespace nvl72::op

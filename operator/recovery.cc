@@ -55,6 +55,34 @@ std::string BoundNode(const Json& pod) {
   return n.is_string() ? n.get<std::string>() : "";
 }
 
+// True when the rank's node is cordoned and holds no live pod of the rank (a drain evicted it, or
+// it was never bound there): kube-scheduler puts nothing new on a cordoned node, so the rank must
+// move whatever --cordoned-ranks says. A terminated pod is the job's outcome, not a drain.
+bool RankGoneFromCordonedNode(const model::ClusterState& state, const model::RankAssignment& a,
+                              const std::vector<const Json*>& pods) {
+  const placement::NodeId id = state.FindNode(a.node);
+  if (id == placement::kNoNode || !state.snapshot().nodes[static_cast<size_t>(id)].cordoned) {
+    return false;
+  }
+  for (const Json* p : pods) {
+    if (kube::Name(*p) != a.pod || kube::IsBeingDeleted(*p)) continue;
+    if (model::PodTerminated(*p) || BoundNode(*p) == a.node) return false;
+  }
+  return true;
+}
+
+// Records that `f.rank` stopped: a rank already failed for a reason that still runs it (cordoned)
+// takes the new cause.
+void MarkStopped(std::vector<FailedRank>& failed, FailedRank f) {
+  auto it = std::find_if(failed.begin(), failed.end(),
+                         [&](const FailedRank& x) { return x.rank == f.rank; });
+  if (it == failed.end()) {
+    failed.push_back(std::move(f));
+  } else if (!RankStopped(it->cause)) {
+    *it = std::move(f);
+  }
+}
+
 // Sets condition `type` like SetCondition, but restarts lastTransitionTime when the reason changes
 // too (the wait bound is measured from the moment the job started waiting).
 bool SetConditionSince(Json& status, std::string_view type, std::string_view cond_status,
@@ -94,22 +122,36 @@ std::optional<Time> ConditionSince(const Json& status, std::string_view type,
 }
 
 bool ConditionTrue(const Json& status, std::string_view type, std::string* reason = nullptr) {
-  if (!status.is_object() || !status.contains("conditions") || !status["conditions"].is_array()) {
-    return false;
-  }
-  for (const auto& c : status["conditions"]) {
-    if (c.is_object() && c.value("type", "") == type && c.value("status", "") == "True") {
-      if (reason != nullptr) *reason = c.value("reason", "");
-      return true;
-    }
-  }
-  return false;
+  return StatusConditionTrue(status, type, reason);
 }
 
 std::string Seconds(milliseconds d) { return std::to_string((d.count() + 999) / 1000) + "s"; }
 
-// Rank -> node ids of the stored placement. A rank whose node is gone gets another node of its
-// segment's domain (SelectReplacements only reads the domain of a failed rank's node), or kNoNode.
+// The domain a Required job's segment was placed in ("" for other modes, whose segments may span
+// domains, or a placement without one domain per segment).
+std::string PlannedDomain(const model::JobPlacement& p, const model::JobSpec& spec, int rank) {
+  if (spec.mode != placement::TopologyMode::kRequired) return "";
+  const int seg = std::max(1, spec.EffectiveSegmentSize());  // divides replicas (ParseJobSpec)
+  const auto s = static_cast<size_t>(rank / seg);
+  const auto segments = static_cast<size_t>(spec.replicas / seg);
+  return p.domains.size() == segments && s < segments ? p.domains[s] : "";
+}
+
+// The node of a rank of a Required job is no longer in its segment's domain (its domain label
+// changed, e.g. GPU Feature Discovery relabelled nvidia.com/gpu.clique after an NVLink change).
+bool LeftDomain(const model::ClusterState& state, const model::JobPlacement& p,
+                const model::JobSpec& spec, const model::RankAssignment& a, std::string* now_in) {
+  const std::string planned = PlannedDomain(p, spec, a.rank);
+  const placement::NodeId id = state.FindNode(a.node);
+  if (planned.empty() || id == placement::kNoNode) return false;
+  const auto dom = state.snapshot().nodes[static_cast<size_t>(id)].domain;
+  *now_in = state.snapshot().domains[static_cast<size_t>(dom)].name;
+  return *now_in != planned;
+}
+
+// Rank -> node ids of the stored placement. A rank whose node is gone or left its domain gets
+// another node of its segment's domain (SelectReplacements only reads the domain of a failed rank's
+// node), or kNoNode.
 placement::GangPlacement CurrentPlacement(const model::ClusterState& state,
                                           const model::JobPlacement& p,
                                           const model::JobSpec& spec) {
@@ -117,7 +159,11 @@ placement::GangPlacement CurrentPlacement(const model::ClusterState& state,
   int max_rank = -1;
   for (const auto& r : p.ranks) max_rank = std::max(max_rank, r.rank);
   g.rank_nodes.assign(static_cast<size_t>(max_rank + 1), placement::kNoNode);
-  for (const auto& r : p.ranks) g.rank_nodes[static_cast<size_t>(r.rank)] = state.FindNode(r.node);
+  for (const auto& r : p.ranks) {
+    std::string now_in;
+    if (LeftDomain(state, p, spec, r, &now_in)) continue;
+    g.rank_nodes[static_cast<size_t>(r.rank)] = state.FindNode(r.node);
+  }
   const int seg = std::max(1, spec.EffectiveSegmentSize());
   for (const auto& r : p.ranks) {
     auto& id = g.rank_nodes[static_cast<size_t>(r.rank)];
@@ -165,8 +211,9 @@ std::string_view RecoveryActionName(RecoveryAction a) {
   return "None";
 }
 
-RecoveryPlan PlanRecovery(const placement::PlacementPolicy& policy, const RecoveryInput& in,
-                          const RecoveryOptions& options) {
+namespace {
+RecoveryPlan DecideRecovery(const placement::PlacementPolicy& policy, const RecoveryInput& in,
+                            const RecoveryOptions& options) {
   RecoveryPlan plan;
   const Json& job = *in.job;
   const model::JobSpec& spec = *in.spec;
@@ -190,13 +237,14 @@ RecoveryPlan PlanRecovery(const placement::PlacementPolicy& policy, const Recove
     const model::RankAssignment* a = plan.placement.FindRank(rank);
     if (a == nullptr || kube::Name(*p) != a->pod || PlannedNodeOf(*p) != a->node) continue;
     std::string why = PodFailedByNode(*p);
-    if (why.empty()) continue;
-    auto it = std::find_if(plan.failed.begin(), plan.failed.end(),
-                           [&](const FailedRank& f) { return f.rank == rank; });
-    if (it == plan.failed.end()) {
-      plan.failed.push_back({rank, a->node, NodeFailure::kPodFailedByNode, why});
-    } else if (!RankStopped(it->cause)) {
-      *it = {rank, a->node, NodeFailure::kPodFailedByNode, why};
+    if (!why.empty()) MarkStopped(plan.failed, {rank, a->node, NodeFailure::kPodFailedByNode, why});
+  }
+  for (const auto& a : plan.placement.ranks) {
+    std::string now_in;
+    if (LeftDomain(state, plan.placement, spec, a, &now_in)) {
+      MarkStopped(plan.failed, {a.rank, a.node, NodeFailure::kLeftDomain, "now in " + now_in});
+    } else if (RankGoneFromCordonedNode(state, a, in.pods)) {
+      MarkStopped(plan.failed, {a.rank, a.node, NodeFailure::kDrained, ""});
     }
   }
   std::sort(plan.failed.begin(), plan.failed.end(),
@@ -347,10 +395,10 @@ RecoveryPlan PlanRecovery(const placement::PlacementPolicy& policy, const Recove
   if (cordon_only) return keep_cordoned(d.reason);
 
   // No healthy node in the domain: wait up to the bound, then re-place the whole gang.
-  const seconds configured =
-      spec.recovery.wait_for_domain_seconds ? seconds(*spec.recovery.wait_for_domain_seconds)
-      : options.wait_bound                  ? *options.wait_bound
-                                            : grace * options.wait_grace_multiple;
+  const seconds configured = spec.recovery.wait_for_domain_seconds
+                                 ? seconds(*spec.recovery.wait_for_domain_seconds)
+                             : options.wait_bound ? *options.wait_bound
+                                                  : grace * options.wait_grace_multiple;
   const milliseconds bound = std::max(duration_cast<milliseconds>(options.min_wait),
                                       duration_cast<milliseconds>(configured));
   std::optional<Time> since =
@@ -392,6 +440,16 @@ RecoveryPlan PlanRecovery(const placement::PlacementPolicy& policy, const Recove
   SetCondition(plan.status, model::kConditionRunning, "False", "Recovering", plan.message,
                generation, now);
   plan.write_status = true;
+  return plan;
+}
+
+}  // namespace
+
+RecoveryPlan PlanRecovery(const placement::PlacementPolicy& policy, const RecoveryInput& in,
+                          const RecoveryOptions& options) {
+  RecoveryPlan plan = DecideRecovery(policy, in, options);
+  // status.state follows the Recovering condition the plan wrote (one rule: SyncRecoveringState).
+  if (plan.write_status) SyncRecoveringState(plan.status);
   return plan;
 }
 
@@ -441,6 +499,12 @@ std::vector<const Json*> StaleRankPods(const model::JobSpec& spec, const Json& j
     }
   }
   return out;
+}
+
+bool RecoveryWaitsForNode(const Json& job) {
+  std::string reason;
+  return ConditionTrue(kube::AtPath(job, "/status"), model::kConditionRecovering, &reason) &&
+         reason == kReasonWaiting;
 }
 
 std::vector<std::string> JobsWithRankOn(const std::vector<kube::ObjectPtr>& jobs,

@@ -135,6 +135,10 @@ std::vector<const Json*> StaleRankPods(const model::JobSpec& spec, const Json& j
                                        const model::JobPlacement& placement,
                                        const std::vector<const Json*>& pods);
 
+// True when the job's Recovering condition is True with reason WaitingForNode: its failed ranks
+// wait for a healthy node of their domain, so freed capacity is worth a look.
+bool RecoveryWaitsForNode(const Json& job);
+
 // Keys "<ns>/<name>" of jobs in `jobs` whose status.placement puts a rank on `node`. For the
 // controller's Node event handler.
 std::vector<std::string> JobsWithRankOn(const std::vector<kube::ObjectPtr>& jobs,
@@ -150,7 +154,7 @@ class JobRecovery {
     RecoveryOptions options{};
     std::string field_manager = "nvl72-operator";
     int master_port = model::kDefaultMasterPort;
-    std::string admission_key;  // enqueued when a recovery frees nodes ("" = none)
+    std::string admission_key;   // enqueued when a recovery frees nodes ("" = none)
     Metrics* metrics = nullptr;  // finished recoveries are counted here (may be null)
     // Told of every placement a plan wrote (Replace, MoveGang), with the job as the API server
     // returned it, so that the next decision counts it before the cache shows it (may be empty).

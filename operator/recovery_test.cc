@@ -16,11 +16,11 @@
 namespace nvl72::op {
 namespace {
 
+using std::chrono::seconds;
 using test_fixtures::Job;
 using test_fixtures::kNs;
 using test_fixtures::NodeName;
 using test_fixtures::SinglePod;
-using std::chrono::seconds;
 
 class RecoveryTest : public test_fixtures::OperatorFixture {};
 
@@ -518,8 +518,9 @@ TEST_F(RecoveryTest, APreferredGangSpansDomainsWhenNoDomainHasRoom) {
   // The other rack keeps only 10 nodes free: 16 ranks fit no single rack any more.
   const int other = rack == "rack0" ? 1 : 0;
   for (int i = 0; i < 8; ++i) {
-    ASSERT_TRUE(fake_.Create(kube::kPods, "other",
-                             SinglePod("busy-" + std::to_string(i), NodeName(other, i), false))
+    ASSERT_TRUE(fake_
+                    .Create(kube::kPods, "other",
+                            SinglePod("busy-" + std::to_string(i), NodeName(other, i), false))
                     .ok());
   }
   const std::string dead = before.ranks[2].node;
@@ -545,8 +546,9 @@ TEST_F(RecoveryTest, ARequiredGangWithNoRoomAnywhereKeepsWaitingAndNeverSpans) {
   const std::string rack = FillSpares(*this, before);
   const int other = rack == "rack0" ? 1 : 0;
   for (int i = 0; i < 8; ++i) {
-    ASSERT_TRUE(fake_.Create(kube::kPods, "other",
-                             SinglePod("busy-" + std::to_string(i), NodeName(other, i), false))
+    ASSERT_TRUE(fake_
+                    .Create(kube::kPods, "other",
+                            SinglePod("busy-" + std::to_string(i), NodeName(other, i), false))
                     .ok());
   }
   SetNotReady(before.ranks[2].node, now_ - seconds(11));
@@ -613,6 +615,133 @@ TEST_F(RecoveryTest, MoveModeKeepsACordonedRankWhenNoNodeIsFree) {
   EXPECT_EQ(Condition("moe", model::kConditionRecovering), "");
   EXPECT_EQ(Condition("moe", model::kConditionRunning), "True");
   EXPECT_EQ(delayed_.count("team/moe"), 1u) << "looks again later";
+}
+
+// `kubectl drain` (issue 27 case 2): the node is cordoned and the rank pod evicted. Even with the
+// default --cordoned-ranks=keep the rank cannot come back there (nothing new starts on a cordoned
+// node), so it moves to a spare of its rack like a rank on a failed node.
+void Drain(RecoveryTest& t, const std::string& job, int rank) {
+  const model::RankAssignment a = *t.PlacementOf(job).FindRank(rank);
+  Cordon(t, a.node);
+  ASSERT_TRUE(t.fake_.Delete(kube::kPods, kNs, a.pod).ok());
+  t.Enqueue(std::string(kNs) + "/" + job);
+}
+
+TEST_F(RecoveryTest, ADrainedRankMovesToASpareOfItsRackWhenCordonedRanksStay) {
+  AddRacks(2);
+  model::JobPlacement before = StartJob(Job("moe", 16));
+  const std::string drained = before.ranks[4].node;
+  Drain(*this, "moe", 4);
+  RunUntilQuiet();
+  model::JobPlacement after = PlacementOf("moe");
+  EXPECT_NE(after.ranks[4].node, drained);
+  EXPECT_EQ(RackOf(after.ranks[4].node), RackOf(drained));
+  for (int r = 0; r < 16; ++r) {
+    if (r != 4) {
+      EXPECT_EQ(after.ranks[r].node, before.ranks[r].node) << "rank " << r;
+    }
+  }
+  EXPECT_EQ(GetJob("moe")["status"]["recoveries"], 1);
+  ExpectOnePodPerRank("moe");
+  std::string reason;
+  EXPECT_EQ(Condition("moe", model::kConditionRecovering, &reason), "True");
+  EXPECT_EQ(reason, "ReplacingRanks");
+  RunPods("moe");
+  RunUntilQuiet();
+  EXPECT_EQ(Condition("moe", model::kConditionRunning), "True");
+}
+
+TEST_F(RecoveryTest, ADrainedRankWithNoFreeNodeWaitsWithAReasonAndNoPodOnTheCordonedNode) {
+  AddRacks(2);
+  model::JobPlacement before = StartJob(Job("moe", 16));
+  FillSpares(*this, before);
+  const std::string drained = before.ranks[4].node;
+  Drain(*this, "moe", 4);
+  RunUntilQuiet();
+  std::string reason;
+  EXPECT_EQ(Condition("moe", model::kConditionRecovering, &reason), "True");
+  EXPECT_EQ(reason, "WaitingForNode");
+  EXPECT_EQ(Condition("moe", model::kConditionRunning), "False");
+  for (const auto& pod : PodsOf("moe")) {
+    EXPECT_NE(pod["metadata"]["annotations"]["nvl72.dev/node"], drained)
+        << "a rank pod recreated on the cordoned node stays Pending there";
+  }
+}
+
+TEST_F(RecoveryTest, ARankOnACordonedNodeWhosePodStillRunsStaysByDefault) {
+  AddRacks(2);
+  model::JobPlacement before = StartJob(Job("moe", 16));
+  Cordon(*this, before.ranks[4].node);
+  RunUntilQuiet();
+  EXPECT_EQ(PlacementOf("moe"), before);
+  EXPECT_EQ(GetJob("moe")["status"].value("recoveries", 0), 0);
+}
+
+// GPU Feature Discovery relabels a node's clique when its NVLink connectivity changes (issue 27
+// case 3): the rank is no longer in its segment's NVLink domain and is recovered in that domain.
+TEST_F(RecoveryTest, ARankWhoseNodeLeftItsDomainIsRecoveredInsideTheDomain) {
+  AddRacks(2);
+  model::JobPlacement before = StartJob(Job("moe", 16));
+  const std::string moved = before.ranks[2].node;
+  Mutate(kube::kNodes, "", moved,
+         [](Json& n) { n["metadata"]["labels"]["nvidia.com/gpu.clique"] = "clique-9"; });
+  EnqueueJobsOn(moved);
+  RunUntilQuiet();
+  model::JobPlacement after = PlacementOf("moe");
+  EXPECT_NE(after.ranks[2].node, moved);
+  EXPECT_EQ(RackOf(after.ranks[2].node), RackOf(moved));
+  EXPECT_EQ(after.domains, before.domains);
+  EXPECT_EQ(GetJob("moe")["status"]["domains"], before.domains.at(0));
+  ExpectOnePodPerRank("moe");
+  EXPECT_NE(GetJob("moe")["status"]["conditions"].dump().find("NodeLeftDomain"), std::string::npos);
+}
+
+TEST_F(RecoveryTest, ARemovedDomainLabelTakesTheRankOutOfItsDomainToo) {
+  AddRacks(2);
+  model::JobPlacement before = StartJob(Job("moe", 16));
+  const std::string moved = before.ranks[7].node;
+  Mutate(kube::kNodes, "", moved,
+         [](Json& n) { n["metadata"]["labels"].erase("nvidia.com/gpu.clique"); });
+  EnqueueJobsOn(moved);
+  RunUntilQuiet();
+  model::JobPlacement after = PlacementOf("moe");
+  EXPECT_NE(after.ranks[7].node, moved);
+  EXPECT_EQ(RackOf(after.ranks[7].node), RackOf(moved));
+}
+
+TEST_F(RecoveryTest, APreferredJobKeepsItsRanksWhenANodeIsRelabelled) {
+  AddRacks(2);
+  Json job = Job("moe", 16);
+  job["spec"]["topology"]["mode"] = "Preferred";
+  model::JobPlacement before = StartJob(job);
+  Mutate(kube::kNodes, "", before.ranks[2].node,
+         [](Json& n) { n["metadata"]["labels"]["nvidia.com/gpu.clique"] = "clique-9"; });
+  EnqueueJobsOn(before.ranks[2].node);
+  RunUntilQuiet();
+  const model::JobPlacement after = PlacementOf("moe");
+  ASSERT_EQ(after.ranks.size(), before.ranks.size());
+  for (size_t r = 0; r < after.ranks.size(); ++r) {
+    EXPECT_EQ(after.ranks[r].node, before.ranks[r].node) << "Preferred asks for no single domain";
+  }
+}
+
+// A recovery waiting for a node takes one as soon as it frees (issue 27 case 5), not at its bound:
+// the admission pass that freed capacity triggers enqueues it.
+TEST_F(RecoveryTest, ARecoveryWaitingForANodeTakesOneAsSoonAsItFrees) {
+  AddRacks(2);
+  model::JobPlacement before = StartJob(Job("moe", 16, "InPlace", 10));
+  const std::string rack = FillSpares(*this, before);
+  const std::string dead = before.ranks[2].node;
+  SetNotReady(dead, now_ - seconds(11));
+  RunUntilQuiet();
+  std::string reason;
+  ASSERT_EQ(Condition("moe", model::kConditionRecovering, &reason), "True");
+  ASSERT_EQ(reason, "WaitingForNode");
+  const std::string freed = rack + "-node17";
+  ASSERT_TRUE(fake_.Delete(kube::kPods, "other", "hog-" + freed).ok());
+  Enqueue(Reconciler::kAdmissionKey);  // the controller's pod-deleted handler
+  RunUntilQuiet();
+  EXPECT_EQ(PlacementOf("moe").ranks[2].node, freed) << "no wait for the 30 s bound";
 }
 
 TEST_F(RecoveryTest, AHealthyJobIsCheckedOnItsOwnNodesNotTheWholeCluster) {

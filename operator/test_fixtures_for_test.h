@@ -46,7 +46,8 @@ inline Json Node(int rack, int i) {
               {"kubernetes.io/hostname", name}}}}},
           {"spec", Json::object()},
           {"status",
-           {{"allocatable", {{"nvidia.com/gpu", "4"}, {"cpu", "144"}, {"memory", "960Gi"}, {"pods", "110"}}},
+           {{"allocatable",
+             {{"nvidia.com/gpu", "4"}, {"cpu", "144"}, {"memory", "960Gi"}, {"pods", "110"}}},
             {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
 }
 
@@ -101,7 +102,14 @@ class OperatorFixture : public ::testing::Test {
     reconciler_->defrag()->SetMoveHook(
         [this](std::string_view result) { moves_.push_back(std::string(result)); });
     reconciler_->SetEnqueueAfter(
-        [this](const std::string& key, std::chrono::milliseconds d) { delayed_[key] = d; });
+        [this](const std::string& key, std::chrono::milliseconds d) { RecordDelay(key, d); });
+  }
+
+  // Like the work queue: of the delays asked for since the key was last reconciled, the earliest
+  // wins.
+  void RecordDelay(const std::string& key, std::chrono::milliseconds d) {
+    auto [it, added] = delayed_.emplace(key, d);
+    if (!added && d < it->second) it->second = d;
   }
 
   void Enqueue(const std::string& key) {
@@ -127,6 +135,7 @@ class OperatorFixture : public ::testing::Test {
       std::string key = queue_.front();
       queue_.pop_front();
       queued_.erase(key);
+      delayed_.erase(key);
       Status s = reconciler_->Reconcile(key);
       if (!s.ok()) {
         ++errors;
