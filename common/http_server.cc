@@ -1,8 +1,8 @@
 #include "common/http_server.h"
 
-#include <httplib.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -24,18 +24,23 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The worker pool, counting the connections that wait for a worker (httplib's ThreadPool does not
-// say): an idle keep-alive connection gives its worker up as soon as another connection waits.
+// The worker pool: `min` threads always; more, up to `max`, while connections wait and no thread
+// is idle, so that slow clients holding workers do not queue the others (a thread above `min` ends
+// after kSpareIdle without work). At `max` it counts the connections that wait for a worker
+// (httplib's ThreadPool does not say): a connection without a request in progress then gives its
+// worker up as soon as another connection waits.
 class CountingPool final : public httplib::TaskQueue {
  public:
-  explicit CountingPool(size_t n) {
-    for (size_t i = 0; i < n; ++i) threads_.emplace_back([this] { Work(); });
+  CountingPool(size_t min, size_t max) : min_(std::max<size_t>(1, min)), max_(std::max(min_, max)) {
+    std::lock_guard<std::mutex> l(mu_);
+    for (size_t i = 0; i < min_; ++i) SpawnLocked();
   }
   void enqueue(std::function<void()> fn) override {
     {
       std::lock_guard<std::mutex> l(mu_);
       jobs_.push_back(std::move(fn));
-      waiting_.store(jobs_.size());
+      if (jobs_.size() > idle_ && live_ < max_) SpawnLocked();
+      UpdateWaitingLocked();
     }
     cv_.notify_one();
   }
@@ -45,42 +50,77 @@ class CountingPool final : public httplib::TaskQueue {
       shutdown_ = true;
     }
     cv_.notify_all();
+    // No enqueue() after shutdown() (httplib's accept loop has ended): threads_ no longer changes
+    // but for threads that end, which only record themselves in ended_.
     for (auto& t : threads_) t.join();
   }
+  // Connections waiting for a worker that no idle or new thread will take (0 below `max`).
   size_t waiting() const { return waiting_.load(); }
-  // An idle connection may close to free its worker only while fewer have already promised to
-  // than connections wait: one waiting connection does not make every idle one close. A promise is
-  // kept when a waiting connection gets a worker (whichever worker that is).
+  // A connection may close to free its worker only while fewer have already promised to than
+  // connections wait: one waiting connection does not make every idle one close. A promise is kept
+  // when a waiting connection gets a worker (whichever worker that is).
   bool ClaimEviction() {
     std::lock_guard<std::mutex> l(mu_);
-    if (evicting_ >= jobs_.size()) return false;
+    if (evicting_ >= StarvedLocked()) return false;
     ++evicting_;
     return true;
   }
 
  private:
+  static constexpr std::chrono::seconds kSpareIdle{10};
+
+  void SpawnLocked() {
+    // Join the threads that ended (each has left Work(), so this does not wait on mu_).
+    for (std::thread::id id : ended_) {
+      auto it = std::find_if(threads_.begin(), threads_.end(),
+                             [id](const std::thread& t) { return t.get_id() == id; });
+      if (it == threads_.end()) continue;
+      it->join();
+      threads_.erase(it);
+    }
+    ended_.clear();
+    threads_.emplace_back([this] { Work(); });
+    ++live_;
+  }
+  size_t StarvedLocked() const {
+    return live_ >= max_ && jobs_.size() > idle_ ? jobs_.size() - idle_ : 0;
+  }
+  void UpdateWaitingLocked() { waiting_.store(StarvedLocked()); }
   void Work() {
     for (;;) {
       std::function<void()> fn;
       {
         std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [&] { return !jobs_.empty() || shutdown_; });
-        if (jobs_.empty()) return;  // shut down
+        ++idle_;
+        UpdateWaitingLocked();
+        const bool woken = cv_.wait_for(l, kSpareIdle, [&] { return !jobs_.empty() || shutdown_; });
+        --idle_;
+        if (jobs_.empty() && (shutdown_ || (!woken && live_ > min_))) {
+          --live_;
+          if (!shutdown_) ended_.push_back(std::this_thread::get_id());
+          UpdateWaitingLocked();
+          return;
+        }
+        if (jobs_.empty()) continue;  // idle for kSpareIdle, but one of the `min`
         fn = std::move(jobs_.front());
         jobs_.pop_front();
-        waiting_.store(jobs_.size());
         if (evicting_ > 0) --evicting_;
+        UpdateWaitingLocked();
       }
       fn();
     }
   }
+  const size_t min_, max_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
   std::atomic<size_t> waiting_{0};
+  size_t live_ = 0;      // threads in Work(); guarded by mu_
+  size_t idle_ = 0;      // threads waiting for a job; guarded by mu_
   size_t evicting_ = 0;  // guarded by mu_
   bool shutdown_ = false;
-  std::vector<std::thread> threads_;
+  std::vector<std::thread> threads_;    // guarded by mu_ until shutdown()
+  std::vector<std::thread::id> ended_;  // threads that left Work(), not joined yet; guarded by mu_
 };
 
 // Whether the request announces a body over `max_bytes` (a Content-Length past 64 bits counts).
@@ -89,7 +129,8 @@ bool ContentLengthOver(const httplib::Request& req, size_t max_bytes) {
   const std::string length = req.get_header_value("Content-Length");
   uint64_t n = 0;
   const std::errc ec = std::from_chars(length.data(), length.data() + length.size(), n).ec;
-  return ec == std::errc::result_out_of_range || (ec == std::errc() && n > static_cast<uint64_t>(max_bytes));
+  return ec == std::errc::result_out_of_range ||
+         (ec == std::errc() && n > static_cast<uint64_t>(max_bytes));
 }
 
 struct Limits {
@@ -102,7 +143,8 @@ struct Limits {
 };
 
 int PollFor(int fd, short events, Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   if (left <= 0) return 0;
   pollfd p{fd, events, 0};
   int r;
@@ -112,18 +154,31 @@ int PollFor(int fd, short events, Clock::time_point deadline) {
   return r;
 }
 
-// The connection as httplib's Stream, with what httplib 0.11's own socket stream lacks: a byte budget
-// and a deadline per request (its line reader grows without bound: 100 MB sent as one request line
-// took 107 MB of memory), buffered reads (httplib reads header lines a byte at a time), and TLS or
-// plain I/O on a non-blocking socket.
+// Whether a connection that has not sent a whole request head since `since` (its first byte, or
+// the end of the last reply) gives its worker up now: see GuardedServer::GiveWorkerUp.
+using GiveUpFn = std::function<bool(Clock::time_point since)>;
+
+// How often a wait that may give its worker up looks again.
+constexpr std::chrono::milliseconds kGiveUpSlice{20};
+
+// The connection as httplib's Stream, with what httplib 0.11's own socket stream lacks: a byte
+// budget and a deadline per request (its line reader grows without bound: 100 MB sent as one
+// request line took 107 MB of memory), buffered reads (httplib reads header lines a byte at a
+// time), and TLS or plain I/O on a non-blocking socket. Until the request head (request line and
+// headers) has been read whole, a wait for more bytes ends early when `give_up` says so: a slow
+// client's worker goes to a waiting connection.
 class GuardedStream final : public httplib::Stream {
  public:
-  GuardedStream(int fd, SSL* ssl, const Limits& limits) : fd_(fd), ssl_(ssl), limits_(limits) {}
+  GuardedStream(int fd, SSL* ssl, const Limits& limits, GiveUpFn give_up)
+      : fd_(fd), ssl_(ssl), limits_(limits), give_up_(std::move(give_up)) {}
 
   void BeginRequest() {
     budget_ = limits_.request_bytes;
-    deadline_ = Clock::now() + limits_.request_timeout;
+    started_ = Clock::now();
+    deadline_ = started_ + limits_.request_timeout;
     close_after_ = false;
+    head_done_ = false;
+    last_bytes_ = 0;
   }
   bool broken() const { return broken_ || write_broken_; }
   bool close_after() const { return close_after_; }
@@ -131,7 +186,9 @@ class GuardedStream final : public httplib::Stream {
   void CloseAfterReply() { close_after_ = unread_ = true; }
   // Whether request bytes may be left unread when the connection closes (see LingeringClose).
   bool unread() const { return unread_ && !write_broken_; }
-  size_t buffered() const { return end_ - begin_ + (ssl_ != nullptr ? static_cast<size_t>(SSL_pending(ssl_)) : 0); }
+  size_t buffered() const {
+    return end_ - begin_ + (ssl_ != nullptr ? static_cast<size_t>(SSL_pending(ssl_)) : 0);
+  }
 
   bool is_readable() const override {
     if (buffered() > 0) return true;
@@ -153,6 +210,7 @@ class GuardedStream final : public httplib::Stream {
       return -1;
     }
     std::memcpy(ptr, buf_ + begin_, n);
+    if (!head_done_) SeeHeadBytes(buf_ + begin_, n);
     begin_ += n;
     budget_ -= n;
     return static_cast<ssize_t>(n);
@@ -169,7 +227,8 @@ class GuardedStream final : public httplib::Stream {
         if (r > 0) return r;
         const int e = SSL_get_error(ssl_, r);
         if (e != SSL_ERROR_WANT_WRITE && e != SSL_ERROR_WANT_READ) return WriteBroken();
-        if (PollFor(fd_, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline) <= 0) return WriteBroken();
+        if (PollFor(fd_, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline) <= 0)
+          return WriteBroken();
         continue;
       }
       n = send(fd_, ptr, size, MSG_NOSIGNAL);
@@ -192,7 +251,25 @@ class GuardedStream final : public httplib::Stream {
   socket_t socket() const override { return fd_; }
 
  private:
-  Clock::time_point ReadDeadline() const { return std::min(deadline_, Clock::now() + limits_.read_timeout); }
+  Clock::time_point ReadDeadline() const {
+    return std::min(deadline_, Clock::now() + limits_.read_timeout);
+  }
+  // The head ends with an empty line: "\r\n\r\n" (or "\n\n", which httplib also takes).
+  void SeeHeadBytes(const char* p, size_t n) {
+    for (size_t i = 0; i < n && !head_done_; ++i) {
+      last_bytes_ = (last_bytes_ << 8) | static_cast<unsigned char>(p[i]);
+      head_done_ = (last_bytes_ & 0xffff) == 0x0a0a || (last_bytes_ & 0xffffff) == 0x0a0d0a;
+    }
+  }
+  // poll() until `deadline`; while the head is incomplete, in slices, ending early (0) when the
+  // worker is given up.
+  int Wait(short events, Clock::time_point deadline) {
+    if (head_done_ || !give_up_) return PollFor(fd_, events, deadline);
+    for (;;) {
+      const int r = PollFor(fd_, events, std::min(deadline, Clock::now() + kGiveUpSlice));
+      if (r != 0 || Clock::now() >= deadline || give_up_(started_)) return r;
+    }
+  }
   ssize_t Broken() {
     broken_ = true;
     return -1;
@@ -218,7 +295,7 @@ class GuardedStream final : public httplib::Stream {
         const int e = SSL_get_error(ssl_, r);
         if (e == SSL_ERROR_ZERO_RETURN) return 0;
         if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return Broken();
-        if (PollFor(fd_, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline) <= 0) return Broken();
+        if (Wait(e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, deadline) <= 0) return Broken();
         continue;
       }
       n = recv(fd_, buf_, sizeof buf_, 0);
@@ -229,7 +306,7 @@ class GuardedStream final : public httplib::Stream {
       if (n == 0) return 0;
       if (errno == EINTR) continue;
       if (errno != EAGAIN && errno != EWOULDBLOCK) return Broken();
-      if (PollFor(fd_, POLLIN, deadline) <= 0) return Broken();
+      if (Wait(POLLIN, deadline) <= 0) return Broken();
     }
   }
   static void Describe(const sockaddr_storage& a, std::string* ip, int* port) {
@@ -249,10 +326,14 @@ class GuardedStream final : public httplib::Stream {
   const int fd_;
   SSL* const ssl_;
   const Limits& limits_;
+  const GiveUpFn give_up_;
   char buf_[16384];
   size_t begin_ = 0, end_ = 0;
   size_t budget_ = 0;
+  Clock::time_point started_{};
   Clock::time_point deadline_{};
+  bool head_done_ = false;     // the request line and headers of this request were read
+  uint32_t last_bytes_ = 0;    // the last 4 bytes of the head read so far
   bool broken_ = false;        // reading failed or went over the budget or the deadline
   bool write_broken_ = false;  // writing failed or timed out
   bool close_after_ = false;
@@ -286,13 +367,17 @@ template <typename Base>
 class GuardedServer final : public Base {
  public:
   template <typename... Args>
-  explicit GuardedServer(Limits limits, Args&&... args) : Base(std::forward<Args>(args)...), limits_(limits) {
+  explicit GuardedServer(Limits limits, Args&&... args)
+      : Base(std::forward<Args>(args)...), limits_(limits) {
     this->new_task_queue = [this] {
-      pool_ = new CountingPool(workers_);
+      pool_ = new CountingPool(workers_, max_workers_);
       return pool_;
     };
   }
-  void set_workers(size_t n) { workers_ = std::max<size_t>(1, n); }
+  void set_workers(size_t min, size_t max) {
+    workers_ = std::max<size_t>(1, min);
+    max_workers_ = std::max(workers_, max);
+  }
 
  private:
   bool process_and_close_socket(socket_t sock) override {
@@ -312,12 +397,13 @@ class GuardedServer final : public Base {
       ssl = SSL_new(this->ssl_context());
       if (ssl == nullptr) return false;
       SSL_set_fd(ssl, sock);
-      if (!Handshake(ssl, sock)) {
+      if (!Handshake(ssl, sock, Clock::now())) {
         SSL_free(ssl);
         return false;
       }
     }
-    GuardedStream strm(sock, ssl, limits_);
+    GuardedStream strm(sock, ssl, limits_,
+                       [this](Clock::time_point since) { return GiveWorkerUp(since); });
     current_stream = &strm;
     bool ok = true;
     for (size_t count = limits_.keep_alive_max_count; count > 0; --count) {
@@ -326,9 +412,9 @@ class GuardedServer final : public Base {
       bool connection_closed = false;
       ok = this->process_request(strm, count == 1, connection_closed, [ssl](httplib::Request& req) {
         req.ssl = ssl;
-        // Replies go out uncompressed: httplib gzips a JSON reply whenever the request accepts gzip,
-        // and Go's HTTP client (kube-scheduler's extender calls, Prometheus) always says it does.
-        // Our replies are small and local, so compressing only costs CPU on both sides.
+        // Replies go out uncompressed: httplib gzips a JSON reply whenever the request accepts
+        // gzip, and Go's HTTP client (kube-scheduler's extender calls, Prometheus) always says it
+        // does. Our replies are small and local, so compressing only costs CPU on both sides.
         req.headers.erase("Accept-Encoding");
       });
       if (!ok || connection_closed || strm.broken() || strm.close_after()) break;
@@ -342,10 +428,22 @@ class GuardedServer final : public Base {
     return ok;
   }
 
+  // One rule for a connection without a request in progress (idle, or still sending its TLS
+  // handshake or request head since `since`): when the server stops, or when another connection
+  // waits for a worker at the pool's limit and kIdleGrace has passed, it gives its worker up. A
+  // client sends its next request, and the whole of it, right after connecting or after the last
+  // reply: within the grace it is not given up, which keeps the race of a request crossing our
+  // close rare. Slow clients thus cannot hold every worker until their timeouts.
+  bool GiveWorkerUp(Clock::time_point since) {
+    if (this->svr_sock_ == INVALID_SOCKET) return true;  // stopping
+    return Clock::now() - since >= kIdleGrace && pool_ != nullptr && pool_->waiting() > 0 &&
+           pool_->ClaimEviction();
+  }
+
   // The TLS handshake, bounded by the request timeout as a whole (a client that trickles it cannot
-  // hold the worker longer).
-  bool Handshake(SSL* ssl, int sock) {
-    const Clock::time_point deadline = Clock::now() + limits_.request_timeout;
+  // hold the worker longer) and given up as GiveWorkerUp says.
+  bool Handshake(SSL* ssl, int sock, Clock::time_point since) {
+    const Clock::time_point deadline = since + limits_.request_timeout;
     for (;;) {
       ERR_clear_error();
       const int r = SSL_accept(ssl);
@@ -353,27 +451,24 @@ class GuardedServer final : public Base {
       const int e = SSL_get_error(ssl, r);
       if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return false;
       const Clock::time_point step = std::min(deadline, Clock::now() + limits_.read_timeout);
-      if (PollFor(sock, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, step) <= 0) return false;
+      int p = 0;
+      while ((p = PollFor(sock, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT,
+                          std::min(step, Clock::now() + kGiveUpSlice))) == 0 &&
+             Clock::now() < step) {
+        if (GiveWorkerUp(since)) return false;
+      }
+      if (p <= 0) return false;
     }
   }
 
   // Waits for the next request's first byte: false when the connection stays idle for the
-  // keep-alive timeout, is closed, the server stops, or another connection waits for a worker.
+  // keep-alive timeout, is closed, or gives its worker up (GiveWorkerUp).
   bool WaitForRequest(int sock) {
     const Clock::time_point start = Clock::now();
     const Clock::time_point idle_until = start + limits_.keep_alive_timeout;
-    // A client sends its next request right after the last reply (or after connecting): within
-    // this grace an idle connection is not given up, which keeps the race of a request crossing
-    // our close rare.
-    const Clock::time_point grace_until = start + kIdleGrace;
     for (;;) {
-      if (this->svr_sock_ == INVALID_SOCKET) return false;  // stopping
-      const Clock::time_point now = Clock::now();
-      if (now >= grace_until && pool_ != nullptr && pool_->waiting() > 0 && pool_->ClaimEviction()) {
-        return false;  // give the worker up
-      }
-      const Clock::time_point slice = std::min(idle_until, now + std::chrono::milliseconds(20));
-      const int r = PollFor(sock, POLLIN, slice);
+      if (GiveWorkerUp(start)) return false;
+      const int r = PollFor(sock, POLLIN, std::min(idle_until, Clock::now() + kGiveUpSlice));
       if (r > 0) {
         char c;
         return recv(sock, &c, 1, MSG_PEEK) > 0;  // data, not the peer's close
@@ -386,6 +481,7 @@ class GuardedServer final : public Base {
   static constexpr std::chrono::milliseconds kLinger{2000};
   const Limits limits_;
   size_t workers_ = 4;
+  size_t max_workers_ = 4;
   CountingPool* pool_ = nullptr;  // owned by httplib (new_task_queue)
 };
 
@@ -405,7 +501,8 @@ Status HttpServer::Init() {
     return InvalidArgumentError(p + "-cert and " + p + "-key go together");
   }
   if (!options_.client_ca.empty() && options_.tls_cert.empty()) {
-    return InvalidArgumentError(options_.client_ca_flag + " needs " + p + "-cert and " + p + "-key");
+    return InvalidArgumentError(options_.client_ca_flag + " needs " + p + "-cert and " + p +
+                                "-key");
   }
   Limits limits;
   limits.read_timeout = options_.read_timeout;
@@ -415,20 +512,21 @@ Status HttpServer::Init() {
   limits.keep_alive_max_count = std::max<size_t>(1, options_.keep_alive_max_count);
   limits.request_bytes = options_.max_body_bytes + options_.max_header_bytes;
   const auto workers = static_cast<size_t>(std::max(1, options_.workers));
+  const auto max_workers = static_cast<size_t>(std::max(options_.workers, options_.max_workers));
   if (!options_.tls_cert.empty()) {
     auto ssl = std::make_unique<GuardedServer<httplib::SSLServer>>(
         limits, options_.tls_cert.c_str(), options_.tls_key.c_str(),
         options_.client_ca.empty() ? nullptr : options_.client_ca.c_str());
     if (!ssl->is_valid()) {
-      return InvalidArgumentError("cannot load TLS certificate/key (" + options_.tls_cert + ", " +
-                                  options_.tls_key + ")" +
-                                  (options_.client_ca.empty() ? "" : " or client CA " + options_.client_ca));
+      return InvalidArgumentError(
+          "cannot load TLS certificate/key (" + options_.tls_cert + ", " + options_.tls_key + ")" +
+          (options_.client_ca.empty() ? "" : " or client CA " + options_.client_ca));
     }
-    ssl->set_workers(workers);
+    ssl->set_workers(workers, max_workers);
     http_ = std::move(ssl);
   } else {
     auto plain = std::make_unique<GuardedServer<httplib::Server>>(limits);
-    plain->set_workers(workers);
+    plain->set_workers(workers, max_workers);
     http_ = std::move(plain);
   }
   http_->set_payload_max_length(options_.max_body_bytes);
@@ -446,13 +544,15 @@ Status HttpServer::Init() {
   };
   // Bodies only where a route reads them (bounded): checked on the headers, before any body byte.
   std::shared_ptr<const std::regex> body_paths;
-  if (!options_.body_paths.empty()) body_paths = std::make_shared<const std::regex>(options_.body_paths);
+  if (!options_.body_paths.empty())
+    body_paths = std::make_shared<const std::regex>(options_.body_paths);
   // A body the route will not read: refused on the headers alone (true), before any body byte.
   auto refuse_body = [body_paths, reply](const httplib::Request& req, httplib::Response& res) {
     const bool chunked = req.has_header("Transfer-Encoding");
     const std::string length = req.get_header_value("Content-Length");
     const bool has_body = chunked || (!length.empty() && length != "0");
-    if (!has_body || (body_paths != nullptr && std::regex_match(req.path, *body_paths))) return false;
+    if (!has_body || (body_paths != nullptr && std::regex_match(req.path, *body_paths)))
+      return false;
     // The unread body must not be taken for the next request on this connection.
     res.set_header("Connection", "close");
     CloseConnectionAfterReply();
@@ -464,10 +564,11 @@ Status HttpServer::Init() {
     }
     return true;
   };
-  http_->set_pre_routing_handler([refuse_body](const httplib::Request& req, httplib::Response& res) {
-    return refuse_body(req, res) ? httplib::Server::HandlerResponse::Handled
-                                 : httplib::Server::HandlerResponse::Unhandled;
-  });
+  http_->set_pre_routing_handler(
+      [refuse_body](const httplib::Request& req, httplib::Response& res) {
+        return refuse_body(req, res) ? httplib::Server::HandlerResponse::Handled
+                                     : httplib::Server::HandlerResponse::Unhandled;
+      });
   // A client that asks before sending its body (curl does for bodies over 1 MiB) gets the refusal
   // instead of "100 Continue" when the headers already tell: httplib would otherwise invite the
   // body and only then refuse it.
@@ -519,7 +620,8 @@ Status HttpServer::Start() {
     listening_done->store(true);
   });
   // stop() is a no-op until the accept loop runs: wait for it so that Stop() never hangs.
-  while (!http_->is_running() && !listening_done->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (!http_->is_running() && !listening_done->load())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return Status::Ok();
 }
 

@@ -3,20 +3,23 @@
 //
 //  - HTTPS when `tls_cert` and `tls_key` are set; with `client_ca`, only clients presenting a
 //    certificate signed by it get past the TLS handshake (mTLS).
-//  - A bounded pool of `workers` threads; a worker serves one connection at a time (cpp-httplib's
-//    model). So that slow or idle clients cannot hold them all: an idle keep-alive connection (also
-//    one that never sent a byte) is closed after `keep_alive_timeout`, and once idle 200 ms when
-//    another connection waits for a worker; a request must arrive whole (TLS handshake, headers, body)
-//    within `request_timeout` and `max_header_bytes + max_body_bytes`, each read within
-//    `read_timeout`; a reply write must progress within `write_timeout`. Our own connection loop
-//    (GuardedServer in the .cc) does this; httplib still parses and routes.
+//  - A pool of `workers` threads, growing to `max_workers` while connections wait for one (threads
+//    above `workers` end after 10 s without work); a worker serves one connection at a time
+//    (cpp-httplib's model). So that slow or idle clients cannot hold them all: an idle keep-alive
+//    connection (also one that never sent a byte) is closed after `keep_alive_timeout`; at
+//    `max_workers`, a connection that is idle, or has not sent its whole TLS handshake and request
+//    head, for 200 ms gives its worker up when another connection waits (so slow clients that
+//    trickle headers delay no other request by more than that); a request must arrive whole (TLS
+//    handshake, headers, body) within `request_timeout` and `max_header_bytes + max_body_bytes`,
+//    each read within `read_timeout`; a reply write must progress within `write_timeout`. Our own
+//    connection loop (GuardedServer in the .cc) does this; httplib still parses and routes.
 //  - Request bodies only where a route wants one: a request with a body (Content-Length > 0 or
-//    chunked) to a path that does not match `body_paths` gets 413 (GET, HEAD) or 404 (other methods:
-//    every route of ours that takes a body is in `body_paths`) before any of the body is read, and
-//    its connection is closed (httplib 0.11 would otherwise read a chunked body of any size into
-//    memory). Routes that take bodies must bound them themselves (see ReadBodyLimited). A client
-//    that sends "Expect: 100-continue" gets that refusal, or 413 when its Content-Length is over
-//    `max_body_bytes`, instead of "100 Continue".
+//    chunked) to a path that does not match `body_paths` gets 413 (GET, HEAD) or 404 (other
+//    methods: every route of ours that takes a body is in `body_paths`) before any of the body is
+//    read, and its connection is closed (httplib 0.11 would otherwise read a chunked body of any
+//    size into memory). Routes that take bodies must bound them themselves (see ReadBodyLimited). A
+//    client that sends "Expect: 100-continue" gets that refusal, or 413 when its Content-Length is
+//    over `max_body_bytes`, instead of "100 Continue".
 //  - A connection closed with request bytes unread (a refused or cut-off body) is closed lingering:
 //    FIN after the reply, then what the client still sends is read and dropped for up to 2 s and
 //    4 x (`max_header_bytes` + `max_body_bytes`), so that a reset does not destroy the reply before
@@ -47,11 +50,14 @@ namespace nvl72 {
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
-  int port = 0;  // 0 = any free port (see HttpServer::port())
-  std::string tls_cert;   // PEM files; both set = HTTPS
+  int port = 0;          // 0 = any free port (see HttpServer::port())
+  std::string tls_cert;  // PEM files; both set = HTTPS
   std::string tls_key;
   std::string client_ca;  // PEM file: require client certificates signed by it
   int workers = 4;
+  // Most threads while connections wait for a worker (at least `workers`): slow clients, up to this
+  // many, then hold threads of their own instead of the workers other requests need.
+  int max_workers = 64;
   // Longest wait for the client's next bytes while a request is read, and for it to take ours.
   std::chrono::milliseconds read_timeout{5000};
   std::chrono::milliseconds write_timeout{5000};

@@ -137,7 +137,7 @@ count() { kubectl get "$@" -l "$sel" -o name 2>/dev/null | grep -c . || true; }
 [[ $(count svc -n "$ns") == 2 ]] || fail "expected 2 Services: $(kubectl get svc -n "$ns" -o name)"
 [[ $(count sa -n "$ns") == 3 ]] || fail "expected 3 ServiceAccounts"
 [[ $(count cm -n "$ns") == 2 ]] || fail "expected 2 ConfigMaps (scheduler config, dashboard)"
-[[ $(count clusterrole) == 2 ]] || fail "expected 2 ClusterRoles"
+[[ $(count clusterrole) == 4 ]] || fail "expected 4 ClusterRoles (operator, extender, NVL72Job view and edit)"
 [[ $(count clusterrolebinding) == 4 ]] || fail "expected 4 ClusterRoleBindings"
 [[ $(count rolebinding -n kube-system) == 1 ]] || fail "expected the auth-reader RoleBinding in kube-system"
 [[ $(kubectl get deploy "$rel-nvl72-operator" -n "$ns" -o jsonpath='{.spec.replicas}') == 2 ]] || fail "operator replicas != 2"
@@ -199,6 +199,22 @@ for sa in "$op" "$ext" "$sch"; do
   expect no "$sa" create clusterrolebindings.rbac.authorization.k8s.io
 done
 ok "RBAC: needed verbs allowed; secrets, node deletion, escalation denied (auth can-i as each ServiceAccount)"
+
+# Namespace users: kube-controller-manager's clusterrole-aggregation controller copies the chart's
+# NVL72Job rules into the standard edit, admin and view roles, so a user bound to edit submits jobs.
+kubectl create namespace team-u >/dev/null
+kubectl create serviceaccount editor -n team-u >/dev/null
+kubectl create serviceaccount viewer -n team-u >/dev/null
+kubectl create rolebinding editor --clusterrole=edit --serviceaccount=team-u:editor -n team-u >/dev/null
+kubectl create rolebinding viewer --clusterrole=view --serviceaccount=team-u:viewer -n team-u >/dev/null
+user_can() { kubectl auth can-i --as="system:serviceaccount:team-u:$1" "${@:2}" -n team-u >/dev/null 2>&1; }
+for _ in $(seq 60); do user_can editor create nvl72jobs.nvl72.dev && break; sleep 0.5; done
+user_can editor create nvl72jobs.nvl72.dev || fail "a user bound to edit cannot create NVL72Jobs (aggregated roles)"
+user_can editor delete nvl72jobs.nvl72.dev || fail "a user bound to edit cannot delete NVL72Jobs"
+user_can editor update nvl72jobs.nvl72.dev --subresource=status && fail "a user bound to edit may write NVL72Job status"
+user_can viewer list nvl72jobs.nvl72.dev || fail "a user bound to view cannot list NVL72Jobs"
+user_can viewer create nvl72jobs.nvl72.dev && fail "a user bound to view may create NVL72Jobs"
+ok "RBAC: namespace users bound to edit submit NVL72Jobs and to view read them (aggregated ClusterRoles)"
 
 # Everything else denied: what `kubectl auth can-i --list` grants the operator and the extender, minus
 # what every ServiceAccount may do (a bare one's list: discovery, self-reviews), must be exactly the
