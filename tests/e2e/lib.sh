@@ -128,12 +128,15 @@ start_nvl72_scheduler() {
 }
 # start_operator BINARY NAMESPACE LOGFILE [FLAGS...]: sets op_pid, op_health_port, op_metrics_port;
 # waits (60 s) for /readyz.
+# start_operator BIN NS LOGFILE [FLAGS...]: the stuck bound is E2E_STUCK_SECONDS (default 20), so
+# e2e_end can demand the operator's Stuck event for a job stuck longer than that.
 start_operator() {
   local bin=$1 ns=$2 logfile=$3; shift 3
   op_health_port=$(free_port)
   op_metrics_port=$(free_port)
+  op_stuck_seconds=${E2E_STUCK_SECONDS:-20}
   "$bin" --kubeconfig "$KUBECONFIG" --namespace "$ns" --metrics-addr "127.0.0.1:$op_metrics_port" \
-    --health-addr "127.0.0.1:$op_health_port" "$@" >"$logfile" 2>&1 &
+    --health-addr "127.0.0.1:$op_health_port" --stuck-seconds "$op_stuck_seconds" "$@" >"$logfile" 2>&1 &
   op_pid=$!
   wait_until 60 curl -fs "http://127.0.0.1:$op_health_port/readyz" -o /dev/null
 }
@@ -204,4 +207,52 @@ e2e_stop_all() {
   local pid
   for pid in "${E2E_PIDS[@]}"; do e2e_stop "$pid" 5; done
   E2E_PIDS=()
+}
+
+# ---- the end of every e2e test (issue 27: every path ends in a true state with a reason) ---------
+# e2e_stuck_jobs NS BOUND_S: "<name> <reason or -> <age_s>" for each job of NS that holds a
+# reservation, has not ended, and whose ranks have not all run for BOUND_S or longer (Running
+# condition not True since then; a job with no Running condition counts from its Admitted one).
+e2e_stuck_jobs() {
+  api GET "/apis/nvl72.dev/v1alpha1/namespaces/$1/nvl72jobs" |
+    jq -r --argjson now "$(date +%s)" --argjson bound "$2" '
+      .items[]? | select(.metadata.deletionTimestamp == null)
+      | select(((.status.placement.ranks // []) | length) > 0)
+      | select((.status.state // "") as $s | ($s != "Succeeded" and $s != "Failed"))
+      | (.status.conditions // []) as $c
+      | ($c | map(select(.type == "Running")) | first) as $r
+      | select($r == null or $r.status != "True")
+      | (($r // ($c | map(select(.type == "Admitted")) | first) // {}).lastTransitionTime) as $t
+      | select($t != null)
+      | ($now - ($t | sub("\\.[0-9]+"; "") | fromdateiso8601)) as $age
+      | select($age >= $bound)
+      | "\(.metadata.name) \(if $r == null or ($r.reason // "") == "" then "-" else $r.reason end) \($age)"'
+}
+
+# e2e_check_no_silent_stuck [NS]: no job of NS (default $ns) is stuck without a reason: each job whose
+# ranks have not all run for the operator's stuck bound has a Running condition with a reason, and
+# (when start_operator set the bound) the operator's Warning event "Stuck" a little after the bound.
+e2e_check_no_silent_stuck() {
+  local ns=${1:-${ns:-}} bound=${op_stuck_seconds:-300} name reason age notes n=0
+  [[ -n $ns ]] || return 0
+  while read -r name reason age; do
+    [[ -n $name ]] || continue
+    n=$((n + 1))
+    if [[ $reason == - ]]; then
+      fail "stuck-check: $ns/$name has not had every rank running for ${age}s and its status says no reason"
+      continue
+    fi
+    ((age >= bound + 15)) && [[ -n ${op_stuck_seconds:-} ]] || continue
+    notes=$(api GET "/apis/events.k8s.io/v1/namespaces/$ns/events" |
+      jq -r --arg n "$name" '.items[] | select(.reason == "Stuck" and .regarding.name == $n) | .note')
+    [[ -n $notes ]] || fail "stuck-check: $ns/$name stuck for ${age}s ($reason) without a Stuck event"
+  done < <(e2e_stuck_jobs "$ns" "$bound")
+  ok "stuck-check: $n job(s) of $ns past the ${bound}s stuck bound, each with a reason"
+}
+
+# e2e_end: the last line of an e2e test: the stuck check, then PASS or exit 1 with the failures.
+e2e_end() {
+  e2e_check_no_silent_stuck
+  if ((failures > 0)); then log "$failures failures"; exit 1; fi
+  log "PASS in $(($(date +%s) - e2e_t0)) s"
 }

@@ -154,6 +154,16 @@ kc -n "$ns" apply -f "$repo/examples/job-too-big.yaml" >/dev/null
 wait_state too-big-17 Waiting 30
 msg=$(kc -n "$ns" get nvj too-big-17 -o jsonpath='{.status.conditions[?(@.type=="Admitted")].message}')
 [[ $msg == *"needs 17 nodes"*"one NVLink domain"* ]] && ok "too-big-17 waits: $msg" || fail "waiting message: $msg"
+# Issue 27 case 6: an admitted job's template cannot change (a recovery would mix two images in one
+# gang); a waiting job's can.
+out=$(kc -n "$ns" patch nvj moe-16 --type json \
+        -p '[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"busybox:1.37"}]' 2>&1) &&
+  fail "template change of an admitted job accepted" ||
+  { [[ $out == *"spec.template"*"cannot change once the job is admitted"* ]] &&
+      ok "an admitted job's template is immutable" || fail "template immutability message: $out"; }
+kc -n "$ns" patch nvj too-big-17 --type json \
+  -p '[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"busybox:1.37"}]' >/dev/null &&
+  ok "a waiting job's template may change" || fail "template change of a waiting job refused"
 check_segments moe-16 16
 check_segments tp-8-a 8
 check_segments tp-8-b 8

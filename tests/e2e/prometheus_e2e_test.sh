@@ -312,5 +312,4 @@ jq -se --arg n "$failed_node" 'any(.[]; (.msg | contains("recovery 1:")) and .no
   "$workdir/operator.log" >/dev/null && ok "the recovery log line carries node=$failed_node" ||
   fail "no recovery line with the node key"
 
-if ((failures > 0)); then log "$failures failures"; exit 1; fi
-log "PASS in $(($(date +%s) - e2e_t0)) s"
+e2e_end
