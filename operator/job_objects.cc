@@ -1,6 +1,8 @@
 #include "operator/job_objects.h"
 
 #include <ctime>
+#include <functional>
+#include <initializer_list>
 
 #include "model/cluster_state.h"
 #include "model/names.h"
@@ -83,6 +85,28 @@ void SetObserved(Json& status, int64_t generation, bool* changed) {
   }
 }
 
+// The first non-empty `detail(status)` over the container statuses of `pod`, lists in the given
+// order; "" when none.
+std::string FirstContainerDetail(const Json& pod, std::initializer_list<const char*> lists,
+                                 const std::function<std::string(const Json&)>& detail) {
+  const Json& st = kube::AtPath(pod, "/status");
+  for (const char* list : lists) {
+    const Json& statuses = st.is_object() && st.contains(list) ? st[list] : Json();
+    if (!statuses.is_array()) continue;
+    for (const auto& cs : statuses) {
+      std::string d = detail(cs);
+      if (!d.empty()) return d;
+    }
+  }
+  return "";
+}
+
+// ": <message>" (at most 200 characters) of a container state, or "".
+std::string MessageSuffix(const Json& state) {
+  const std::string msg = state.value("message", "");
+  return msg.empty() ? "" : ": " + msg.substr(0, 200);
+}
+
 }  // namespace
 
 bool StatusConditionTrue(const Json& status, std::string_view type, std::string* reason) {
@@ -110,22 +134,18 @@ bool SyncRecoveringState(Json& status) {
 }
 
 std::string FailedPodDetail(const Json& pod) {
-  const Json& st = kube::AtPath(pod, "/status");
-  for (const char* list : {"containerStatuses", "initContainerStatuses"}) {
-    const Json& statuses = st.is_object() && st.contains(list) ? st[list] : Json();
-    if (!statuses.is_array()) continue;
-    for (const auto& cs : statuses) {
-      const Json& term = kube::AtPath(cs, "/state/terminated");
-      if (!term.is_object() || term.value("exitCode", 0) == 0) continue;
-      std::string out = "container " + cs.value("name", "?") + " exited with code " +
+  std::string out = FirstContainerDetail(
+      pod, {"containerStatuses", "initContainerStatuses"}, [](const Json& cs) -> std::string {
+        const Json& term = kube::AtPath(cs, "/state/terminated");
+        if (!term.is_object() || term.value("exitCode", 0) == 0) return "";
+        std::string d = "container " + cs.value("name", "?") + " exited with code " +
                         std::to_string(term.value("exitCode", 0));
-      const std::string reason = term.value("reason", "");
-      if (!reason.empty()) out += " (" + reason + ")";
-      const std::string msg = term.value("message", "");
-      if (!msg.empty()) out += ": " + msg.substr(0, 200);
-      return out;
-    }
-  }
+        const std::string reason = term.value("reason", "");
+        if (!reason.empty()) d += " (" + reason + ")";
+        return d + MessageSuffix(term);
+      });
+  if (!out.empty()) return out;
+  const Json& st = kube::AtPath(pod, "/status");
   const std::string reason = st.is_object() ? st.value("reason", "") : "";
   const std::string msg = st.is_object() ? st.value("message", "") : "";
   if (reason.empty()) return msg;
@@ -270,22 +290,15 @@ namespace {
 // "rank 3: container trainer ImagePullBackOff: <message>" for the first container of `pod` waiting
 // with a reason other than the normal ContainerCreating / PodInitializing, else "".
 std::string WaitingContainerDetail(const Json& pod, int rank) {
-  const Json& st = kube::AtPath(pod, "/status");
-  for (const char* list : {"initContainerStatuses", "containerStatuses"}) {
-    const Json& statuses = st.is_object() && st.contains(list) ? st[list] : Json();
-    if (!statuses.is_array()) continue;
-    for (const auto& cs : statuses) {
-      const Json& waiting = kube::AtPath(cs, "/state/waiting");
-      const std::string reason = waiting.is_object() ? waiting.value("reason", "") : "";
-      if (reason.empty() || reason == "ContainerCreating" || reason == "PodInitializing") continue;
-      std::string out =
-          "rank " + std::to_string(rank) + ": container " + cs.value("name", "?") + " " + reason;
-      const std::string msg = waiting.value("message", "");
-      if (!msg.empty()) out += ": " + msg.substr(0, 200);
-      return out;
-    }
-  }
-  return "";
+  return FirstContainerDetail(
+      pod, {"initContainerStatuses", "containerStatuses"}, [&](const Json& cs) -> std::string {
+        const Json& waiting = kube::AtPath(cs, "/state/waiting");
+        const std::string reason = waiting.is_object() ? waiting.value("reason", "") : "";
+        if (reason.empty() || reason == "ContainerCreating" || reason == "PodInitializing")
+          return "";
+        return "rank " + std::to_string(rank) + ": container " + cs.value("name", "?") + " " +
+               reason + MessageSuffix(waiting);
+      });
 }
 
 }  // namespace

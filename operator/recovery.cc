@@ -121,10 +121,6 @@ std::optional<Time> ConditionSince(const Json& status, std::string_view type,
   return std::nullopt;
 }
 
-bool ConditionTrue(const Json& status, std::string_view type, std::string* reason = nullptr) {
-  return StatusConditionTrue(status, type, reason);
-}
-
 std::string Seconds(milliseconds d) { return std::to_string((d.count() + 999) / 1000) + "s"; }
 
 // The domain a Required job's segment was placed in ("" for other modes, whose segments may span
@@ -275,7 +271,7 @@ RecoveryPlan DecideRecovery(const placement::PlacementPolicy& policy, const Reco
   const int ranks = static_cast<int>(plan.placement.ranks.size());
   if (plan.failed.empty()) {
     std::string reason;
-    if (ConditionTrue(plan.status, model::kConditionRecovering, &reason)) {
+    if (StatusConditionTrue(plan.status, model::kConditionRecovering, &reason)) {
       if (reason == kReasonWaiting) {
         plan.write_status =
             SetCondition(plan.status, model::kConditionRecovering, "False", "NodeRecovered",
@@ -458,7 +454,7 @@ std::optional<FinishedRecovery> RecoveryFinishedBy(const Json& status_before,
   if (plan.action == RecoveryAction::kFail) return FinishedRecovery{"failed", std::nullopt};
   if (plan.action != RecoveryAction::kNone || !plan.write_status) return std::nullopt;
   std::string reason_before, reason_after;
-  if (!ConditionTrue(status_before, model::kConditionRecovering, &reason_before)) {
+  if (!StatusConditionTrue(status_before, model::kConditionRecovering, &reason_before)) {
     return std::nullopt;
   }
   std::string_view outcome;
@@ -503,7 +499,7 @@ std::vector<const Json*> StaleRankPods(const model::JobSpec& spec, const Json& j
 
 bool RecoveryWaitsForNode(const Json& job) {
   std::string reason;
-  return ConditionTrue(kube::AtPath(job, "/status"), model::kConditionRecovering, &reason) &&
+  return StatusConditionTrue(kube::AtPath(job, "/status"), model::kConditionRecovering, &reason) &&
          reason == kReasonWaiting;
 }
 
@@ -572,7 +568,8 @@ Status JobRecovery::EvictLenders(const RecoveryInput& in, const std::vector<std:
 
 bool JobRecovery::Quiet(const RecoveryInput& in) {
   const Json& status = kube::AtPath(*in.job, "/status");
-  if (IntAt(status, "recoveries") != 0 || ConditionTrue(status, model::kConditionRecovering)) {
+  if (IntAt(status, "recoveries") != 0 ||
+      StatusConditionTrue(status, model::kConditionRecovering)) {
     return false;
   }
   RecoveryPlan plan = PlanRecovery(*policy_, in, config_.options);
