@@ -51,19 +51,22 @@ World MakeWorld(int node_count, int extra_pods = 0) {
       const std::string job = "gang-" + std::to_string(r);
       w.jobs.push_back(MakeJob("ml", job, 4, ranks, "rack-" + std::to_string(r)));
       for (int i = 0; i < 16; ++i) {
-        w.pods.push_back(MakePod("ml", job + "-" + std::to_string(i), 4, ranks[static_cast<size_t>(i)],
-                                 job, i, ranks[static_cast<size_t>(i)]));
+        w.pods.push_back(MakePod("ml", job + "-" + std::to_string(i), 4,
+                                 ranks[static_cast<size_t>(i)], job, i,
+                                 ranks[static_cast<size_t>(i)]));
       }
     } else {
       for (int i = 0; i < 18; ++i) {
         if (rng() % 3 != 0) continue;
-        w.pods.push_back(MakePod("ml", "p-" + std::to_string(w.pods.size()), 1 + static_cast<int>(rng() % 3),
+        w.pods.push_back(MakePod("ml", "p-" + std::to_string(w.pods.size()),
+                                 1 + static_cast<int>(rng() % 3),
                                  w.names[static_cast<size_t>(base + i)]));
       }
     }
   }
   for (int i = 0; i < extra_pods; ++i) {
-    w.pods.push_back(MakePod("batch", "x-" + std::to_string(i), 0, w.names[static_cast<size_t>(i) % w.names.size()]));
+    w.pods.push_back(MakePod("batch", "x-" + std::to_string(i), 0,
+                             w.names[static_cast<size_t>(i) % w.names.size()]));
   }
   return w;
 }
@@ -95,7 +98,9 @@ struct Fixture {
 void ReportPercentiles(benchmark::State& state, std::vector<double>& us) {
   if (us.empty()) return;
   std::sort(us.begin(), us.end());
-  auto at = [&](double q) { return us[std::min(us.size() - 1, static_cast<size_t>(q * static_cast<double>(us.size())))]; };
+  auto at = [&](double q) {
+    return us[std::min(us.size() - 1, static_cast<size_t>(q * static_cast<double>(us.size())))];
+  };
   state.counters["p50_us"] = at(0.50);
   state.counters["p99_us"] = at(0.99);
   state.counters["max_us"] = us.back();
@@ -108,7 +113,8 @@ void Timed(benchmark::State& state, F&& f) {
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
     f();
-    us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+    us.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
   }
   ReportPercentiles(state, us);
 }
@@ -147,11 +153,12 @@ void BM_ServiceFilterPrioritize(benchmark::State& state) {
 }
 BENCHMARK(BM_ServiceFilterPrioritize)->Arg(1000)->Arg(5000)->Unit(benchmark::kMicrosecond);
 
-// Every filter request carries a NodeNames array not seen before: 64 arrays, each without a different
-// node (kube-scheduler's own filters drop full nodes as a burst fills them), taken in turn (the cache
-// keeps 4). `shuffled` (argument 2 = 1): each array also in its own random order, as kube-scheduler's
-// parallel filtering appends feasible nodes in whatever order its goroutines finish
-// (findNodesThatPassFilters, pkg/scheduler/schedule_one.go), so no two cycles send the same bytes.
+// Every filter request carries a NodeNames array not seen before: 64 arrays, each without a
+// different node (kube-scheduler's own filters drop full nodes as a burst fills them), taken in
+// turn (the cache keeps 4). `shuffled` (argument 2 = 1): each array also in its own random order,
+// as kube-scheduler's parallel filtering appends feasible nodes in whatever order its goroutines
+// finish (findNodesThatPassFilters, pkg/scheduler/schedule_one.go), so no two cycles send the same
+// bytes.
 void BM_ServiceFilterPrioritizeNewNames(benchmark::State& state) {
   Fixture fx(static_cast<int>(state.range(0)));
   const bool shuffled = state.range(1) != 0;
@@ -223,11 +230,15 @@ void BM_HttpFilterPrioritizeRoundTrip(benchmark::State& state) {
   ReportPercentiles(state, both_us);
   std::sort(filter_us.begin(), filter_us.end());
   if (!filter_us.empty()) {
-    state.counters["filter_p99_us"] = filter_us[std::min(filter_us.size() - 1, filter_us.size() * 99 / 100)];
+    state.counters["filter_p99_us"] =
+        filter_us[std::min(filter_us.size() - 1, filter_us.size() * 99 / 100)];
   }
   server.Stop();
 }
-BENCHMARK(BM_HttpFilterPrioritizeRoundTrip)->Arg(5000)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_HttpFilterPrioritizeRoundTrip)
+    ->Arg(5000)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 // One rebuild of the view from the caches' objects (what the cache thread does after changes).
 void BM_BuildView(benchmark::State& state) {

@@ -11,13 +11,13 @@
 //    kube::DropManagedFields), and the Nodes alone (2). Run each variant in its own process: RSS
 //    growth is only honest once.
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
-#include <unistd.h>
 
 #include "kube/config.h"
 #include "kube/fake_client.h"
@@ -41,8 +41,9 @@ long RssKb() {
 Json MakeNode(int i) {
   std::string name = "rack" + std::to_string(i / 18) + "-node" + std::to_string(i % 18);
   return Json::parse(R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")" + name + R"(",
-    "labels":{"kubernetes.io/hostname":")" + name + R"(","nvidia.com/gpu.clique":"cluster-a.)" +
-                     std::to_string(i / 18) + R"(","nvidia.com/gpu.product":"NVIDIA-GB200",
+    "labels":{"kubernetes.io/hostname":")" +
+                     name + R"(","nvidia.com/gpu.clique":"cluster-a.)" + std::to_string(i / 18) +
+                     R"(","nvidia.com/gpu.product":"NVIDIA-GB200",
       "node.kubernetes.io/instance-type":"gb200-nvl72","topology.kubernetes.io/zone":"zone-a"},
     "annotations":{"kwok.x-k8s.io/node":"fake","node.alpha.kubernetes.io/ttl":"0"}},
     "spec":{"podCIDR":"10.1.0.0/24"},
@@ -52,18 +53,22 @@ Json MakeNode(int i) {
         "lastHeartbeatTime":"2026-12-02T09:00:00Z","lastTransitionTime":"2026-12-02T08:00:00Z"},
         {"type":"MemoryPressure","status":"False","reason":"KubeletHasSufficientMemory",
         "lastHeartbeatTime":"2026-12-02T09:00:00Z","lastTransitionTime":"2026-12-02T08:00:00Z"}],
-      "addresses":[{"type":"InternalIP","address":"10.0.0.1"},{"type":"Hostname","address":")" + name + R"("}],
+      "addresses":[{"type":"InternalIP","address":"10.0.0.1"},{"type":"Hostname","address":")" +
+                     name + R"("}],
       "nodeInfo":{"kubeletVersion":"v1.34.4","architecture":"arm64","operatingSystem":"linux"}}})");
 }
 
 Json MakePod(int i) {
   std::string name = "job" + std::to_string(i / 16) + "-" + std::to_string(i % 16);
   return Json::parse(R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name + R"(",
-    "namespace":"team-)" + std::to_string(i % 20) + R"(","labels":{"nvl72.dev/job":"job)" + std::to_string(i / 16) +
-                     R"(","nvl72.dev/rank":")" + std::to_string(i % 16) + R"("},
+    "namespace":"team-)" +
+                     std::to_string(i % 20) + R"(","labels":{"nvl72.dev/job":"job)" +
+                     std::to_string(i / 16) + R"(","nvl72.dev/rank":")" + std::to_string(i % 16) +
+                     R"("},
     "annotations":{"nvl72.dev/node":"rack1-node2"},
     "ownerReferences":[{"apiVersion":"nvl72.dev/v1alpha1","kind":"NVL72Job","name":"job1","uid":"abc","controller":true}]},
-    "spec":{"schedulerName":"nvl72-scheduler","nodeName":"rack)" + std::to_string(i % 500) + R"(-node3",
+    "spec":{"schedulerName":"nvl72-scheduler","nodeName":"rack)" +
+                     std::to_string(i % 500) + R"(-node3",
       "containers":[{"name":"trainer","image":"nvcr.io/nvidia/pytorch:25.01-py3","command":["torchrun"],
         "args":["--nnodes=16","--nproc-per-node=4","train.py"],
         "env":[{"name":"RANK","value":"3"},{"name":"WORLD_SIZE","value":"64"},{"name":"MASTER_ADDR","value":"job1-0.job1"}],
@@ -86,7 +91,8 @@ void BM_InformerSync(benchmark::State& state) {
     pod_inf.AddIndexer("node", PodNodeNameIndex);
     node_inf.Start();
     pod_inf.Start();
-    if (!node_inf.WaitForSync(std::chrono::minutes(5)) || !pod_inf.WaitForSync(std::chrono::minutes(5))) {
+    if (!node_inf.WaitForSync(std::chrono::minutes(5)) ||
+        !pod_inf.WaitForSync(std::chrono::minutes(5))) {
       state.SkipWithError("informer did not sync");
       return;
     }
@@ -98,8 +104,8 @@ void BM_InformerSync(benchmark::State& state) {
     pod_inf.Stop();
     state.ResumeTiming();
   }
-  state.counters["objects/s"] =
-      benchmark::Counter(static_cast<double>(nodes + pods), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["objects/s"] = benchmark::Counter(static_cast<double>(nodes + pods),
+                                                   benchmark::Counter::kIsIterationInvariantRate);
   state.counters["cache_rss_MiB"] = static_cast<double>(rss_growth) / 1024.0;
 }
 BENCHMARK(BM_InformerSync)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
@@ -195,7 +201,8 @@ void BM_WatchDecode(benchmark::State& state) {
     }
   }
   state.SetItemsProcessed(decoded);
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(stream.size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          static_cast<int64_t>(stream.size()));
 }
 BENCHMARK(BM_WatchDecode)->Unit(benchmark::kMillisecond);
 
@@ -206,7 +213,8 @@ void BM_InformerDispatch(benchmark::State& state) {
   Informer inf(&client, RealClock(), InformerOptions{.resource = kPods});
   inf.AddIndexer("node", PodNodeNameIndex);
   std::atomic<int64_t> handled{0};
-  inf.AddEventHandler(EventHandlers{nullptr, [&](const ObjectPtr&, const ObjectPtr&) { ++handled; }, nullptr});
+  inf.AddEventHandler(
+      EventHandlers{nullptr, [&](const ObjectPtr&, const ObjectPtr&) { ++handled; }, nullptr});
   inf.Start();
   if (!inf.WaitForSync(std::chrono::minutes(1))) {
     state.SkipWithError("no sync");

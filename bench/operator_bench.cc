@@ -56,7 +56,8 @@ class TimingClient : public kube::Client {
 
  public:
   explicit TimingClient(kube::Client* inner) : inner_(inner) {}
-  StatusOr<Json> Get(const kube::ResourceRef& r, std::string_view ns, std::string_view name) override {
+  StatusOr<Json> Get(const kube::ResourceRef& r, std::string_view ns,
+                     std::string_view name) override {
     return Timed([&] { return inner_->Get(r, ns, name); });
   }
   StatusOr<kube::ListResult> List(const kube::ResourceRef& r, std::string_view ns,
@@ -124,16 +125,16 @@ int Run(int argc, char** argv) {
     for (int n = 0; n < 18; ++n) {
       char name[32];
       std::snprintf(name, sizeof(name), "rack%d-node%02d", r, n);
-      fake.Seed(kube::kNodes,
-                {{"apiVersion", "v1"},
-                 {"kind", "Node"},
-                 {"metadata",
-                  {{"name", name},
-                   {"labels", {{"nvidia.com/gpu.clique", "uuid." + std::to_string(r)}}}}},
-                 {"spec", Json::object()},
-                 {"status",
-                  {{"allocatable", {{"nvidia.com/gpu", "4"}}},
-                   {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}});
+      fake.Seed(
+          kube::kNodes,
+          {{"apiVersion", "v1"},
+           {"kind", "Node"},
+           {"metadata",
+            {{"name", name}, {"labels", {{"nvidia.com/gpu.clique", "uuid." + std::to_string(r)}}}}},
+           {"spec", Json::object()},
+           {"status",
+            {{"allocatable", {{"nvidia.com/gpu", "4"}}},
+             {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}});
     }
   }
   const long rss_start = StatusKb("VmRSS:");
@@ -152,23 +153,24 @@ int Run(int argc, char** argv) {
   const std::string admission = Reconciler::kAdmissionKey;
   std::atomic<int> pods_seen{0};
   jobs.AddEventHandler({.on_add = [&](const kube::ObjectPtr& o) { queue.Add(kube::KeyOf(*o)); },
-                        .on_update = [&](const kube::ObjectPtr&, const kube::ObjectPtr& o) {
-                          queue.Add(kube::KeyOf(*o));
-                        },
+                        .on_update = [&](const kube::ObjectPtr&,
+                                         const kube::ObjectPtr& o) { queue.Add(kube::KeyOf(*o)); },
                         .on_delete = nullptr});
-  pods.AddEventHandler({.on_add =
-                            [&](const kube::ObjectPtr& o) {
-                              ++pods_seen;
-                              auto l = kube::Labels(*o);
-                              queue.Add(kube::MakeKey(kube::Namespace(*o), l[std::string(model::kJobLabel)]));
-                            },
-                        .on_update = nullptr,
-                        .on_delete = nullptr});
+  pods.AddEventHandler(
+      {.on_add =
+           [&](const kube::ObjectPtr& o) {
+             ++pods_seen;
+             auto l = kube::Labels(*o);
+             queue.Add(kube::MakeKey(kube::Namespace(*o), l[std::string(model::kJobLabel)]));
+           },
+       .on_update = nullptr,
+       .on_delete = nullptr});
   InformerStore store(&jobs, &pods, &nodes);
   Metrics metrics;
   TimingClient timed(&fake);
-  Reconciler rec(&timed, &store, nullptr, &metrics, [&](const std::string& k) { queue.Add(k); },
-                 ReconcilerOptions{});
+  Reconciler rec(
+      &timed, &store, nullptr, &metrics, [&](const std::string& k) { queue.Add(k); },
+      ReconcilerOptions{});
   jobs.Start();
   pods.Start();
   nodes.Start();
@@ -213,7 +215,8 @@ int Run(int argc, char** argv) {
   // The mix: mostly small gangs, a few whole racks; shuffled arrival.
   std::vector<int> sizes;
   const int big[] = {16, 8, 4, 2};
-  const int big_counts[] = {njobs * 8 / 1000, njobs * 22 / 1000, njobs * 40 / 1000, njobs * 150 / 1000};
+  const int big_counts[] = {njobs * 8 / 1000, njobs * 22 / 1000, njobs * 40 / 1000,
+                            njobs * 150 / 1000};
   for (int i = 0; i < 4; ++i) sizes.insert(sizes.end(), big_counts[i], big[i]);
   while (static_cast<int>(sizes.size()) < njobs) sizes.push_back(1);
   std::mt19937 rng(seed);
@@ -260,17 +263,20 @@ int Run(int argc, char** argv) {
               Pct(job_secs, 0.5), Pct(job_secs, 0.99), Pct(job_secs, 1.0));
   std::printf("  job reconcile, time inside API calls: p50 %.3f ms  p99 %.3f ms  max %.3f ms\n",
               Pct(job_api_secs, 0.5), Pct(job_api_secs, 0.99), Pct(job_api_secs, 1.0));
-  std::printf("  job reconcile, own work (total minus API calls): p50 %.3f ms  p99 %.3f ms  max %.3f ms\n",
-              Pct(job_own_secs, 0.5), Pct(job_own_secs, 0.99), Pct(job_own_secs, 1.0));
+  std::printf(
+      "  job reconcile, own work (total minus API calls): p50 %.3f ms  p99 %.3f ms  max %.3f ms\n",
+      Pct(job_own_secs, 0.5), Pct(job_own_secs, 0.99), Pct(job_own_secs, 1.0));
   std::printf("  admission pass (%zu): p50 %.3f ms  p99 %.3f ms  max %.3f ms\n", pass_secs.size(),
               Pct(pass_secs, 0.5), Pct(pass_secs, 0.99), Pct(pass_secs, 1.0));
-  std::printf("  admission pass, own work (total minus API calls): p50 %.3f ms  p99 %.3f ms  max %.3f ms\n",
-              Pct(pass_own_secs, 0.5), Pct(pass_own_secs, 0.99), Pct(pass_own_secs, 1.0));
+  std::printf(
+      "  admission pass, own work (total minus API calls): p50 %.3f ms  p99 %.3f ms  max %.3f ms\n",
+      Pct(pass_own_secs, 0.5), Pct(pass_own_secs, 0.99), Pct(pass_own_secs, 1.0));
   std::printf("  placement decision (%zu): p50 %.3f ms  p99 %.3f ms  max %.3f ms\n",
               decision_secs.size(), Pct(decision_secs, 0.5), Pct(decision_secs, 0.99),
               Pct(decision_secs, 1.0));
-  std::printf("  RSS: %.1f MB after seeding nodes, peak %.1f MB (includes the in-memory API server)\n",
-              rss_start / 1024.0, rss_peak / 1024.0);
+  std::printf(
+      "  RSS: %.1f MB after seeding nodes, peak %.1f MB (includes the in-memory API server)\n",
+      rss_start / 1024.0, rss_peak / 1024.0);
   return admitted == njobs && pods_seen.load() >= total_ranks ? 0 : 1;
 }
 

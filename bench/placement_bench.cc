@@ -54,11 +54,19 @@ void BM_PlaceGang(benchmark::State& state, const char* policy_name) {
   state.SetLabel(std::to_string(domains * 18) + " nodes");
 }
 BENCHMARK_CAPTURE(BM_PlaceGang, nvl72, "nvl72")
-    ->Args({8, 16})->Args({8, 4})->Args({1000, 16})->Args({1000, 4})
-    ->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true);
+    ->Args({8, 16})
+    ->Args({8, 4})
+    ->Args({1000, 16})
+    ->Args({1000, 4})
+    ->Unit(benchmark::kMicrosecond)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 BENCHMARK_CAPTURE(BM_PlaceGang, domain_best_fit, "domain-best-fit")
-    ->Args({8, 16})->Args({1000, 16})
-    ->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true);
+    ->Args({8, 16})
+    ->Args({1000, 16})
+    ->Unit(benchmark::kMicrosecond)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 
 // The same decision with a per-job node mask (GangRequest::allowed_nodes): the job's constraints
 // allow every other node, and the whole empty domain.
@@ -71,8 +79,8 @@ void BM_PlaceGangMasked(benchmark::State& state) {
   r.allowed_nodes.resize(s.nodes.size());
   for (size_t i = 0; i < s.nodes.size(); ++i) r.allowed_nodes[i] = i % 2 == 0;
   for (NodeId id : s.domains[static_cast<size_t>(domains / 2)].nodes) {
-    s.nodes[static_cast<size_t>(id)] = Node{.name = s.nodes[static_cast<size_t>(id)].name,
-                                            .domain = domains / 2, .gpu_capacity = 4};
+    s.nodes[static_cast<size_t>(id)] = Node{
+        .name = s.nodes[static_cast<size_t>(id)].name, .domain = domains / 2, .gpu_capacity = 4};
     r.allowed_nodes[static_cast<size_t>(id)] = true;
   }
   auto policy = MakePolicy("nvl72", {2});
@@ -84,8 +92,11 @@ void BM_PlaceGangMasked(benchmark::State& state) {
   state.SetLabel(std::to_string(domains * 18) + " nodes");
 }
 BENCHMARK(BM_PlaceGangMasked)
-    ->Args({8, 16})->Args({1000, 16})
-    ->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true);
+    ->Args({8, 16})
+    ->Args({1000, 16})
+    ->Unit(benchmark::kMicrosecond)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 
 // What the operator does per waiting job: judge its rank pod (nodeSelector, a toleration, a CPU
 // request) against every node (model::JudgeJob) and place it with that mask. The ClusterState is
@@ -101,19 +112,25 @@ void BM_JudgeAndPlace(benchmark::State& state) {
           {"metadata",
            {{"name", name},
             {"labels",
-             {{"kubernetes.io/hostname", name}, {"kubernetes.io/os", "linux"},
-              {"kubernetes.io/arch", "arm64"}, {"nvidia.com/gpu.clique", "c." + std::to_string(d)},
-              {"nvidia.com/gpu.present", "true"}, {"pool", n % 2 == 0 ? "a" : "b"}}}}},
+             {{"kubernetes.io/hostname", name},
+              {"kubernetes.io/os", "linux"},
+              {"kubernetes.io/arch", "arm64"},
+              {"nvidia.com/gpu.clique", "c." + std::to_string(d)},
+              {"nvidia.com/gpu.present", "true"},
+              {"pool", n % 2 == 0 ? "a" : "b"}}}}},
           {"spec", nlohmann::json::object()},
           {"status",
-           {{"allocatable", {{"cpu", "144"}, {"memory", "960Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "4"}}},
+           {{"allocatable",
+             {{"cpu", "144"}, {"memory", "960Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "4"}}},
             {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
-      if (n % 10 == 3) node["spec"]["taints"] = {{{"key", "dedicated"}, {"value", "x"}, {"effect", "NoSchedule"}}};
+      if (n % 10 == 3)
+        node["spec"]["taints"] = {{{"key", "dedicated"}, {"value", "x"}, {"effect", "NoSchedule"}}};
       nodes.push_back(std::move(node));
     }
   }
   auto state_ = model::ClusterState::Build(nodes, {}, {}, {});
-  const nlohmann::json job = {{"metadata", {{"name", "gang"}, {"namespace", "bench"}, {"generation", 1}}}};
+  const nlohmann::json job = {
+      {"metadata", {{"name", "gang"}, {"namespace", "bench"}, {"generation", 1}}}};
   model::JobSpec spec;
   spec.replicas = static_cast<int>(state.range(1));
   spec.pod_template = nlohmann::json::parse(R"({"spec": {"nodeSelector": {"pool": "a"},
@@ -129,8 +146,11 @@ void BM_JudgeAndPlace(benchmark::State& state) {
   state.SetLabel(std::to_string(domains * 18) + " nodes");
 }
 BENCHMARK(BM_JudgeAndPlace)
-    ->Args({8, 8})->Args({1000, 8})
-    ->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true);
+    ->Args({8, 8})
+    ->Args({1000, 8})
+    ->Unit(benchmark::kMicrosecond)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 
 void BM_ScorePods(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
@@ -146,7 +166,11 @@ void BM_ScorePods(benchmark::State& state) {
   }
   state.SetLabel(std::to_string(s.nodes.size()) + " nodes");
 }
-BENCHMARK(BM_ScorePods)->Arg(5000)->Unit(benchmark::kMicrosecond)->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK(BM_ScorePods)
+    ->Arg(5000)
+    ->Unit(benchmark::kMicrosecond)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 
 void BM_SelectReplacements(benchmark::State& state) {
   Snapshot s = FilledCluster(1000, 18, 9);
@@ -155,7 +179,8 @@ void BM_SelectReplacements(benchmark::State& state) {
   GangRequest r;
   r.replicas = 16;
   GangPlacement current;
-  for (int i = 0; i < 16; ++i) current.rank_nodes.push_back(s.domains[3].nodes[static_cast<size_t>(i)]);
+  for (int i = 0; i < 16; ++i)
+    current.rank_nodes.push_back(s.domains[3].nodes[static_cast<size_t>(i)]);
   s.nodes[static_cast<size_t>(current.rank_nodes[5])].ready = false;
   const int failed[] = {5};
   for (auto _ : state) {

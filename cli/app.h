@@ -31,7 +31,7 @@ struct Options {
   bool all_namespaces = false;    // -A/--all-namespaces (jobs)
   int spares_per_domain = 2;      // --spares-per-domain: must match the operator's
   placement::SpareReserve spare_reserve = placement::SpareReserve::kSoft;  // --spare-reserve: same
-  std::string domain_label;       // --domain-label; "" = nvidia.com/gpu.clique
+  std::string domain_label;           // --domain-label; "" = nvidia.com/gpu.clique
   std::string domain_label_fallback;  // --domain-label-fallback
 };
 

@@ -1,6 +1,6 @@
 // Conversions of JSON numbers read as double. Casting a double that is outside the range of the
-// target integer type is undefined behaviour (fuzzing found `"replicas": 1.4e95` doing it), so every
-// double -> integer conversion of input goes through here.
+// target integer type is undefined behaviour (fuzzing found `"replicas": 1.4e95` doing it), so
+// every double -> integer conversion of input goes through here.
 #pragma once
 
 #include <cmath>

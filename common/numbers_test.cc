@@ -1,9 +1,9 @@
 #include "common/numbers.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
-
-#include <gtest/gtest.h>
 
 namespace nvl72 {
 namespace {

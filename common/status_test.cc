@@ -25,7 +25,9 @@ Status Propagates() {
   return Status::Ok();
 }
 
-TEST(StatusTest, ReturnIfErrorPropagates) { EXPECT_EQ(Propagates().code(), StatusCode::kUnavailable); }
+TEST(StatusTest, ReturnIfErrorPropagates) {
+  EXPECT_EQ(Propagates().code(), StatusCode::kUnavailable);
+}
 
 TEST(StatusOrTest, HoldsValueOrError) {
   StatusOr<int> v = 7;

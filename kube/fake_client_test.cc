@@ -13,7 +13,8 @@ Json ConfigMap(const std::string& name, std::map<std::string, std::string> label
   return cm;
 }
 
-const ResourceRef kJobs = ResourceRef::Custom("nvl72.dev", "v1alpha1", "nvl72jobs", "NVL72Job", true);
+const ResourceRef kJobs =
+    ResourceRef::Custom("nvl72.dev", "v1alpha1", "nvl72jobs", "NVL72Job", true);
 
 TEST(FakeClientTest, CrudAndResourceVersions) {
   FakeClient c;
@@ -56,7 +57,8 @@ TEST(FakeClientTest, CrudAndResourceVersions) {
 TEST(FakeClientTest, StatusSubresourceAndGeneration) {
   FakeClient c;
   c.EnableStatusSubresource(kJobs);
-  Json job = {{"metadata", {{"name", "j"}}}, {"spec", {{"replicas", 2}}}, {"status", {{"phase", "X"}}}};
+  Json job = {
+      {"metadata", {{"name", "j"}}}, {"spec", {{"replicas", 2}}}, {"status", {{"phase", "X"}}}};
   auto created = c.Create(kJobs, "ns", job);
   ASSERT_TRUE(created.ok());
   EXPECT_FALSE(created->contains("status"));  // dropped on create
@@ -83,7 +85,8 @@ TEST(FakeClientTest, StatusSubresourceAndGeneration) {
 TEST(FakeClientTest, Patches) {
   FakeClient c;
   ASSERT_TRUE(c.Create(kConfigMaps, "ns", ConfigMap("a")).ok());
-  auto m = c.Patch(kConfigMaps, "ns", "a", PatchType::kMerge, {{"data", {{"n", "1"}, {"k", nullptr}}}});
+  auto m =
+      c.Patch(kConfigMaps, "ns", "a", PatchType::kMerge, {{"data", {{"n", "1"}, {"k", nullptr}}}});
   ASSERT_TRUE(m.ok());
   EXPECT_EQ((*m)["data"], Json({{"n", "1"}}));
   auto j = c.Patch(kConfigMaps, "ns", "a", PatchType::kJson,
@@ -107,8 +110,8 @@ TEST(FakeClientTest, Patches) {
 TEST(FakeClientTest, ListSelectorsAndPaging) {
   FakeClient c;
   for (int i = 0; i < 10; ++i) {
-    ASSERT_TRUE(c.Create(kConfigMaps, i < 5 ? "a" : "b", ConfigMap("cm" + std::to_string(i),
-                                                                   {{"even", i % 2 ? "no" : "yes"}}))
+    ASSERT_TRUE(c.Create(kConfigMaps, i < 5 ? "a" : "b",
+                         ConfigMap("cm" + std::to_string(i), {{"even", i % 2 ? "no" : "yes"}}))
                     .ok());
   }
   EXPECT_EQ(c.List(kConfigMaps, "").value().items.size(), 10u);
@@ -204,7 +207,8 @@ TEST(FakeClientTest, UpdateWithRetryResolvesConflicts) {
     ++calls;
     if (calls == 1) {
       // Someone else writes between our read and our write.
-      EXPECT_TRUE(c.Patch(kConfigMaps, "ns", "r", PatchType::kMerge, {{"data", {{"other", "1"}}}}).ok());
+      EXPECT_TRUE(
+          c.Patch(kConfigMaps, "ns", "r", PatchType::kMerge, {{"data", {{"other", "1"}}}}).ok());
     }
     obj["data"]["mine"] = "1";
     return true;
@@ -225,11 +229,14 @@ struct Collector {
 
   void Start(FakeClient& c, const ResourceRef& r, std::string ns, WatchOptions o) {
     thread = std::thread([&, r, ns, o] {
-      result = c.Watch(r, ns, o, [&](WatchEvent&& ev) {
-        std::lock_guard<std::mutex> l(mu);
-        events.emplace_back(std::string(WatchEventTypeName(ev.type)), Name(ev.object));
-        return true;
-      }, stop.get_token());
+      result = c.Watch(
+          r, ns, o,
+          [&](WatchEvent&& ev) {
+            std::lock_guard<std::mutex> l(mu);
+            events.emplace_back(std::string(WatchEventTypeName(ev.type)), Name(ev.object));
+            return true;
+          },
+          stop.get_token());
     });
   }
   size_t Size() {
@@ -237,7 +244,8 @@ struct Collector {
     return events.size();
   }
   void WaitFor(size_t n) {
-    for (int i = 0; i < 5000 && Size() < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (int i = 0; i < 5000 && Size() < n; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 };
 
@@ -259,7 +267,8 @@ TEST(FakeClientTest, WatchFanOutReplayAndStop) {
 
   ASSERT_TRUE(c.Create(kConfigMaps, "ns", ConfigMap("live", {{"x", "y"}})).ok());
   ASSERT_TRUE(c.Patch(kConfigMaps, "ns", "live", PatchType::kMerge,
-                      {{"metadata", {{"labels", {{"x", "z"}}}}}}).ok());
+                      {{"metadata", {{"labels", {{"x", "z"}}}}}})
+                  .ok());
   ASSERT_TRUE(c.Delete(kConfigMaps, "ns", "live").ok());
   all.WaitFor(4);
   fresh.WaitFor(5);
@@ -275,10 +284,17 @@ TEST(FakeClientTest, WatchFanOutReplayAndStop) {
   fresh.thread.join();
   labelled.thread.join();
   using E = std::vector<std::pair<std::string, std::string>>;
-  EXPECT_EQ(all.events, (E{{"ADDED", "replayed"}, {"ADDED", "live"}, {"MODIFIED", "live"},
-                           {"DELETED", "live"}, {"BOOKMARK", ""}}));
-  EXPECT_EQ(fresh.events, (E{{"ADDED", "before"}, {"ADDED", "replayed"}, {"ADDED", "live"},
-                             {"MODIFIED", "live"}, {"DELETED", "live"}, {"BOOKMARK", ""}}));
+  EXPECT_EQ(all.events, (E{{"ADDED", "replayed"},
+                           {"ADDED", "live"},
+                           {"MODIFIED", "live"},
+                           {"DELETED", "live"},
+                           {"BOOKMARK", ""}}));
+  EXPECT_EQ(fresh.events, (E{{"ADDED", "before"},
+                             {"ADDED", "replayed"},
+                             {"ADDED", "live"},
+                             {"MODIFIED", "live"},
+                             {"DELETED", "live"},
+                             {"BOOKMARK", ""}}));
   // Selector transitions: the label change out of the selector is a DELETED for this watcher.
   EXPECT_EQ(labelled.events, (E{{"ADDED", "live"}, {"DELETED", "live"}, {"BOOKMARK", ""}}));
   EXPECT_EQ(all.result.code(), StatusCode::kCancelled);

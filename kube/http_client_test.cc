@@ -3,10 +3,9 @@
 // integration test against the real API server.
 #include "kube/http_client.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -59,7 +58,8 @@ TEST_F(HttpClientTest, VerbsSendTheRightRequests) {
     seen_.push_back(req.method + " " + target + " " + req.get_header_value("Content-Type") + " " +
                     req.body);
     EXPECT_EQ(req.get_header_value("Authorization"), "Bearer secret-token");
-    res.set_content(R"({"kind":"X","metadata":{"name":"n","resourceVersion":"5"}})", "application/json");
+    res.set_content(R"({"kind":"X","metadata":{"name":"n","resourceVersion":"5"}})",
+                    "application/json");
   };
   server_.Get(".*", record);
   server_.Post(".*", record);
@@ -92,9 +92,14 @@ TEST_F(HttpClientTest, VerbsSendTheRightRequests) {
   EXPECT_EQ(seen_[1],
             "POST /api/v1/namespaces/ns/configmaps?fieldManager=mgr application/json "
             R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}})");
-  EXPECT_EQ(seen_[2].rfind("PUT /apis/nvl72.dev/v1alpha1/namespaces/ns/nvl72jobs/j application/json ", 0), 0u)
+  EXPECT_EQ(
+      seen_[2].rfind("PUT /apis/nvl72.dev/v1alpha1/namespaces/ns/nvl72jobs/j application/json ", 0),
+      0u)
       << seen_[2];
-  EXPECT_EQ(seen_[3].rfind("PUT /apis/nvl72.dev/v1alpha1/namespaces/ns/nvl72jobs/j/status application/json ", 0), 0u)
+  EXPECT_EQ(
+      seen_[3].rfind(
+          "PUT /apis/nvl72.dev/v1alpha1/namespaces/ns/nvl72jobs/j/status application/json ", 0),
+      0u)
       << seen_[3];
   EXPECT_EQ(seen_[4], R"(PATCH /api/v1/nodes/n1 application/strategic-merge-patch+json {"a":1})");
   EXPECT_EQ(seen_[5],
@@ -107,12 +112,16 @@ TEST_F(HttpClientTest, VerbsSendTheRightRequests) {
             "DELETE /api/v1/namespaces/ns/pods/p application/json "
             R"({"apiVersion":"v1","kind":"DeleteOptions","preconditions":{"uid":"u"},)"
             R"("propagationPolicy":"Foreground"})");
-  EXPECT_EQ(seen_[8],
-            "POST /api/v1/namespaces/ns/pods/p/binding application/json "
-            R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":"p","namespace":"ns","uid":"uid1"},)"
-            R"("target":{"apiVersion":"v1","kind":"Node","name":"node1"}})");
+  EXPECT_EQ(
+      seen_[8],
+      "POST /api/v1/namespaces/ns/pods/p/binding application/json "
+      R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":"p","namespace":"ns","uid":"uid1"},)"
+      R"("target":{"apiVersion":"v1","kind":"Node","name":"node1"}})");
   EXPECT_EQ(seen_[9].rfind("POST /api/v1/namespaces/ns/pods/p/eviction application/json "
-                           R"({"apiVersion":"policy/v1","deleteOptions")", 0), 0u) << seen_[9];
+                           R"({"apiVersion":"policy/v1","deleteOptions")",
+                           0),
+            0u)
+      << seen_[9];
 }
 
 TEST_F(HttpClientTest, ListEncodesSelectorsAndFillsTypeMeta) {
@@ -120,7 +129,8 @@ TEST_F(HttpClientTest, ListEncodesSelectorsAndFillsTypeMeta) {
   server_.Get("/api/v1/pods", [&](const httplib::Request& req, httplib::Response& res) {
     target = req.target;
     res.set_content(R"({"kind":"PodList","metadata":{"resourceVersion":"42","continue":"tok"},
-        "items":[{"metadata":{"name":"a","namespace":"x"}}]})", "application/json");
+        "items":[{"metadata":{"name":"a","namespace":"x"}}]})",
+                    "application/json");
   });
   StartServer();
   auto c = Client();
@@ -130,9 +140,10 @@ TEST_F(HttpClientTest, ListEncodesSelectorsAndFillsTypeMeta) {
   o.limit = 500;
   auto r = c->List(kPods, "", o);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(target,
-            "/api/v1/pods?labelSelector=app%20in%20%28a%2Cb%29%2C%21x&fieldSelector=spec.nodeName%3Dn%201"
-            "&limit=500");
+  EXPECT_EQ(
+      target,
+      "/api/v1/pods?labelSelector=app%20in%20%28a%2Cb%29%2C%21x&fieldSelector=spec.nodeName%3Dn%201"
+      "&limit=500");
   EXPECT_EQ(r->resource_version, "42");
   EXPECT_EQ(r->continue_token, "tok");
   ASSERT_EQ(r->items.size(), 1u);
@@ -141,20 +152,26 @@ TEST_F(HttpClientTest, ListEncodesSelectorsAndFillsTypeMeta) {
 }
 
 TEST_F(HttpClientTest, ErrorMapping) {
-  server_.Get("/api/v1/namespaces/ns/configmaps/conflict", [](const httplib::Request&, httplib::Response& res) {
+  server_.Get("/api/v1/namespaces/ns/configmaps/conflict", [](const httplib::Request&,
+                                                              httplib::Response& res) {
     res.status = 409;
-    res.set_content(R"({"kind":"Status","code":409,"reason":"Conflict","message":"stale"})", "application/json");
+    res.set_content(R"({"kind":"Status","code":409,"reason":"Conflict","message":"stale"})",
+                    "application/json");
   });
-  server_.Get("/api/v1/namespaces/ns/configmaps/busy", [](const httplib::Request&, httplib::Response& res) {
-    res.status = 503;
-    res.set_content("upstream overloaded", "text/plain");
-  });
-  server_.Get("/api/v1/namespaces/ns/configmaps/garbage", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("{not json", "application/json");
-  });
-  server_.Get("/api/v1/namespaces/ns/configmaps/forbidden", [](const httplib::Request&, httplib::Response& res) {
+  server_.Get("/api/v1/namespaces/ns/configmaps/busy",
+              [](const httplib::Request&, httplib::Response& res) {
+                res.status = 503;
+                res.set_content("upstream overloaded", "text/plain");
+              });
+  server_.Get("/api/v1/namespaces/ns/configmaps/garbage",
+              [](const httplib::Request&, httplib::Response& res) {
+                res.set_content("{not json", "application/json");
+              });
+  server_.Get("/api/v1/namespaces/ns/configmaps/forbidden", [](const httplib::Request&,
+                                                               httplib::Response& res) {
     res.status = 403;
-    res.set_content(R"({"kind":"Status","code":403,"reason":"Forbidden","message":"no"})", "application/json");
+    res.set_content(R"({"kind":"Status","code":403,"reason":"Forbidden","message":"no"})",
+                    "application/json");
   });
   StartServer();
   auto c = Client();
@@ -261,24 +278,28 @@ TEST(HttpClientStandaloneTest, ConfigErrors) {
 }
 
 const std::string kWatchBody =
-    R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"11"}}})" "\n"
-    R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"12"}}})" "\n"
-    R"({"type":"MODIFIED","object":{"metadata":{"name":"a","resourceVersion":"13"}}})" "\n";
+    R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"11"}}})"
+    "\n"
+    R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"12"}}})"
+    "\n"
+    R"({"type":"MODIFIED","object":{"metadata":{"name":"a","resourceVersion":"13"}}})"
+    "\n";
 
 TEST_F(HttpClientTest, WatchStreamsEventsAcrossOddChunks) {
   std::string target;
-  server_.Get("/api/v1/namespaces/ns/pods", [&](const httplib::Request& req, httplib::Response& res) {
-    target = req.target;
-    res.set_chunked_content_provider("application/json", [](size_t, httplib::DataSink& sink) {
-      // 7-byte chunks: events split mid-token.
-      for (size_t i = 0; i < kWatchBody.size(); i += 7) {
-        std::string piece = kWatchBody.substr(i, 7);
-        sink.write(piece.data(), piece.size());
-      }
-      sink.done();
-      return true;
-    });
-  });
+  server_.Get(
+      "/api/v1/namespaces/ns/pods", [&](const httplib::Request& req, httplib::Response& res) {
+        target = req.target;
+        res.set_chunked_content_provider("application/json", [](size_t, httplib::DataSink& sink) {
+          // 7-byte chunks: events split mid-token.
+          for (size_t i = 0; i < kWatchBody.size(); i += 7) {
+            std::string piece = kWatchBody.substr(i, 7);
+            sink.write(piece.data(), piece.size());
+          }
+          sink.done();
+          return true;
+        });
+      });
   StartServer();
   auto c = Client();
   std::vector<std::string> got;
@@ -299,7 +320,8 @@ TEST_F(HttpClientTest, WatchStreamsEventsAcrossOddChunks) {
 TEST_F(HttpClientTest, WatchErrorEventIsGoneAndHandlerCanStop) {
   server_.Get("/api/v1/configmaps", [&](const httplib::Request& req, httplib::Response& res) {
     bool expired = req.get_param_value("resourceVersion") == "1";
-    res.set_chunked_content_provider("application/json", [expired](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("application/json", [expired](size_t,
+                                                                   httplib::DataSink& sink) {
       std::string body =
           expired ? R"j({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired",)j"
                     R"j("message":"too old resource version: 1 (99)"}})j"
@@ -311,7 +333,8 @@ TEST_F(HttpClientTest, WatchErrorEventIsGoneAndHandlerCanStop) {
   });
   server_.Get("/api/v1/nodes", [](const httplib::Request&, httplib::Response& res) {
     res.status = 410;
-    res.set_content(R"({"kind":"Status","code":410,"reason":"Gone","message":"gone"})", "application/json");
+    res.set_content(R"({"kind":"Status","code":410,"reason":"Gone","message":"gone"})",
+                    "application/json");
   });
   StartServer();
   auto c = Client();
@@ -334,15 +357,16 @@ TEST_F(HttpClientTest, WatchCancelledByStopToken) {
   // test body returned (it ran forever on a dangling flag once: the suite hung in TearDown).
   auto release = std::make_shared<std::atomic<bool>>(false);
   server_.Get("/api/v1/pods", [release](const httplib::Request&, httplib::Response& res) {
-    res.set_chunked_content_provider("application/json", [release](size_t,
-                                                                   httplib::DataSink& sink) {
-      std::string ev = R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"1"}}})";
-      sink.write(ev.data(), ev.size());
-      // Then stay silent, like an idle watch.
-      while (!*release) std::this_thread::sleep_for(5ms);
-      sink.done();
-      return true;
-    });
+    res.set_chunked_content_provider(
+        "application/json", [release](size_t, httplib::DataSink& sink) {
+          std::string ev =
+              R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"1"}}})";
+          sink.write(ev.data(), ev.size());
+          // Then stay silent, like an idle watch.
+          while (!*release) std::this_thread::sleep_for(5ms);
+          sink.done();
+          return true;
+        });
   });
   StartServer();
   auto c = Client();
@@ -350,8 +374,13 @@ TEST_F(HttpClientTest, WatchCancelledByStopToken) {
   std::atomic<int> events{0};
   Status s;
   std::thread t([&] {
-    s = c->Watch(kPods, "", WatchOptions{.timeout_seconds = 60},
-                 [&](WatchEvent&&) { ++events; return true; }, stop.get_token());
+    s = c->Watch(
+        kPods, "", WatchOptions{.timeout_seconds = 60},
+        [&](WatchEvent&&) {
+          ++events;
+          return true;
+        },
+        stop.get_token());
   });
   while (events == 0) std::this_thread::sleep_for(1ms);
   auto begin = std::chrono::steady_clock::now();
@@ -373,15 +402,17 @@ TEST_F(HttpClientTest, TokenFileReReadAfter401) {
     fclose(f);
   };
   write_token("old\n");
-  server_.Get("/api/v1/namespaces/ns/pods/p", [](const httplib::Request& req, httplib::Response& res) {
-    if (req.get_header_value("Authorization") != "Bearer new") {
-      res.status = 401;
-      res.set_content(R"({"kind":"Status","code":401,"reason":"Unauthorized","message":"Unauthorized"})",
-                      "application/json");
-      return;
-    }
-    res.set_content(R"({"metadata":{"name":"p"}})", "application/json");
-  });
+  server_.Get(
+      "/api/v1/namespaces/ns/pods/p", [](const httplib::Request& req, httplib::Response& res) {
+        if (req.get_header_value("Authorization") != "Bearer new") {
+          res.status = 401;
+          res.set_content(
+              R"({"kind":"Status","code":401,"reason":"Unauthorized","message":"Unauthorized"})",
+              "application/json");
+          return;
+        }
+        res.set_content(R"({"metadata":{"name":"p"}})", "application/json");
+      });
   StartServer();
   Config cfg;
   cfg.server = "http://127.0.0.1:" + std::to_string(port_);
@@ -391,7 +422,7 @@ TEST_F(HttpClientTest, TokenFileReReadAfter401) {
   Status s = (*c)->Get(kPods, "ns", "p").status();
   EXPECT_TRUE(IsUnauthorized(s)) << s;
   EXPECT_EQ(s.message().find("old"), std::string::npos);  // never echo the token
-  write_token("new\n");  // rotated
+  write_token("new\n");                                   // rotated
   EXPECT_TRUE((*c)->Get(kPods, "ns", "p").ok());
   unlink(path);
 }

@@ -29,8 +29,10 @@ InformerErrorSeverity InformerErrorSeverityOf(const Status& status, int64_t n) {
 
 std::string DescribeInformerError(const ResourceRef& resource, const Status& status, int64_t n) {
   const std::string what = "list/watch of " + resource.resource;
-  if (status.ok()) return what + " works again after " + std::to_string(n) + " failure" + (n == 1 ? "" : "s");
-  std::string msg = what + " failed (" + std::to_string(n) + " in a row; retrying with backoff, the cache keeps " +
+  if (status.ok())
+    return what + " works again after " + std::to_string(n) + " failure" + (n == 1 ? "" : "s");
+  std::string msg = what + " failed (" + std::to_string(n) +
+                    " in a row; retrying with backoff, the cache keeps " +
                     "its last state): " + status.ToString();
   if (IsUnauthorized(status)) {
     msg += " - the API server no longer accepts our credentials (token expired or revoked?)";
@@ -289,7 +291,8 @@ Status Informer::WatchOnce(std::stop_token stop, int64_t* events) {
 }
 
 void Informer::Worked() {
-  if (failures_in_a_row_ > 0 && options_.on_error) options_.on_error(Status::Ok(), failures_in_a_row_);
+  if (failures_in_a_row_ > 0 && options_.on_error)
+    options_.on_error(Status::Ok(), failures_in_a_row_);
   failures_in_a_row_ = 0;
 }
 

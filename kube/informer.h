@@ -81,10 +81,10 @@ struct InformerOptions {
 // For on_error handlers: whether the n-th failure in a row is worth a log line (the 1st, 2nd, then
 // every 10th: with the default 30 s maximum backoff about one line per 5 minutes of an outage).
 bool ShouldLogInformerFailure(int64_t failures_in_a_row);
-// How loud an on_error report should be, numbered like the operator's and the extender's log levels:
-// kNone when ShouldLogInformerFailure says no line; kInfo for "works again"; kWarning for a failure
-// (a dropped watch is routine); kError when credentials are refused (401), RBAC forbids (403), or
-// from the 10th failure in a row on.
+// How loud an on_error report should be, numbered like the operator's and the extender's log
+// levels: kNone when ShouldLogInformerFailure says no line; kInfo for "works again"; kWarning for a
+// failure (a dropped watch is routine); kError when credentials are refused (401), RBAC forbids
+// (403), or from the 10th failure in a row on.
 enum class InformerErrorSeverity { kNone = -1, kInfo = 1, kWarning = 2, kError = 3 };
 InformerErrorSeverity InformerErrorSeverityOf(const Status& status, int64_t failures_in_a_row);
 // A one-line description for on_error handlers: "list/watch of pods failed (2 in a row, ...)",
@@ -164,7 +164,8 @@ class Informer {
   bool synced_ = false;
   InformerStats stats_;
   std::string resource_version_;  // guarded by mu_
-  int64_t failures_in_a_row_ = 0;  // list/watch failures since the last success; informer thread only
+  int64_t failures_in_a_row_ =
+      0;  // list/watch failures since the last success; informer thread only
 
   // Serialises handler calls between the list/watch thread and the resync thread.
   std::mutex handler_mu_;

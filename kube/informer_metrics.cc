@@ -29,9 +29,11 @@ InformerMetrics::Series& InformerMetrics::SeriesLocked(std::string_view resource
   if (it == series_.end()) {
     const prometheus::Labels l = {{"resource", std::string(resource)}};
     it = series_
-             .emplace(std::string(resource),
-                      Series{&watch_restarts_.Add(l), &relists_.Add(l), &watch_errors_.Add(l),
-                             &cache_objects_.Add(l), {}})
+             .emplace(std::string(resource), Series{&watch_restarts_.Add(l),
+                                                    &relists_.Add(l),
+                                                    &watch_errors_.Add(l),
+                                                    &cache_objects_.Add(l),
+                                                    {}})
              .first;
   }
   return it->second;

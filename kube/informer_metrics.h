@@ -5,22 +5,22 @@
 //   <prefix>_watch_errors_total{resource}    counter: list/watch calls that failed
 //   <prefix>_cache_objects{resource}         gauge: objects in the informer cache
 //
-// Informers count cumulatively (kube::InformerStats); Set() moves the counters by the increase since
-// the previous call for that resource, so it can be called at any rate (each scrape, each second).
-// A library of its own (nvl72_kube_metrics) so that nvl72_kube does not depend on prometheus-cpp.
-// Thread-safety: Set() may be called from any thread.
+// Informers count cumulatively (kube::InformerStats); Set() moves the counters by the increase
+// since the previous call for that resource, so it can be called at any rate (each scrape, each
+// second). A library of its own (nvl72_kube_metrics) so that nvl72_kube does not depend on
+// prometheus-cpp. Thread-safety: Set() may be called from any thread.
 #pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
 
 #include <initializer_list>
 #include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
-
-#include <prometheus/counter.h>
-#include <prometheus/family.h>
-#include <prometheus/gauge.h>
-#include <prometheus/registry.h>
 
 #include "kube/informer.h"
 

@@ -82,7 +82,8 @@ TEST(InformerTest, ListThenWatchWithIndexAndHandlers) {
   ASSERT_TRUE(c.Patch(kPods, "ns", "a", PatchType::kMerge, {{"spec", {{"nodeName", "n3"}}}}).ok());
   ASSERT_TRUE(c.Delete(kPods, "ns", "b").ok());
   ASSERT_TRUE(Eventually([&] { return rec.Calls().size() == 5; }));
-  EXPECT_EQ(rec.Calls(), (std::vector<std::string>{"add:a", "add:b", "add:c", "update:a", "delete:b"}));
+  EXPECT_EQ(rec.Calls(),
+            (std::vector<std::string>{"add:a", "add:b", "add:c", "update:a", "delete:b"}));
   EXPECT_EQ(inf.ByIndex("node", "n1").size(), 1u);  // c only
   EXPECT_EQ(Name(*inf.ByIndex("node", "n1")[0]), "c");
   EXPECT_EQ(inf.ByIndex("node", "n3").size(), 1u);
@@ -169,7 +170,8 @@ TEST(InformerTest, RelistOnGoneDeliversDifferences) {
   c.CloseWatches(UnavailableError("connection reset"));
   ASSERT_TRUE(Eventually([&] { return c.NumWatches() == 0; }));
   ASSERT_TRUE(c.Delete(kConfigMaps, "ns", "gone").ok());
-  ASSERT_TRUE(c.Patch(kConfigMaps, "ns", "changed", PatchType::kMerge, {{"data", {{"a", "b"}}}}).ok());
+  ASSERT_TRUE(
+      c.Patch(kConfigMaps, "ns", "changed", PatchType::kMerge, {{"data", {{"a", "b"}}}}).ok());
   ASSERT_TRUE(c.Create(kConfigMaps, "ns", {{"metadata", {{"name", "new"}}}}).ok());
   c.Compact();
   // Let the reconnect backoff elapse.
@@ -196,8 +198,9 @@ TEST(InformerTest, ListErrorsBackOffAndRetry) {
   FakeClient c;
   FakeClock clock;
   c.InjectError(Verb::kList, kConfigMaps, UnavailableError("apiserver down"), 3);
-  Informer inf(&c, &clock,
-               InformerOptions{.resource = kConfigMaps, .initial_backoff = 100ms, .max_backoff = 1s});
+  Informer inf(
+      &c, &clock,
+      InformerOptions{.resource = kConfigMaps, .initial_backoff = 100ms, .max_backoff = 1s});
   inf.Start();
   ASSERT_TRUE(Eventually([&] { return clock.NumWaiters() > 0; }));
   EXPECT_FALSE(inf.HasSynced());
@@ -246,7 +249,8 @@ TEST(InformerTest, DescribeInformerErrorNamesWhatCredentialErrorsMean) {
   EXPECT_NE(forbidden.find("RBAC"), std::string::npos) << forbidden;
   const std::string down = DescribeInformerError(kPods, UnavailableError("connection refused"), 1);
   EXPECT_EQ(down.find("token"), std::string::npos) << down;
-  EXPECT_EQ(DescribeInformerError(kPods, Status::Ok(), 1), "list/watch of pods works again after 1 failure");
+  EXPECT_EQ(DescribeInformerError(kPods, Status::Ok(), 1),
+            "list/watch of pods works again after 1 failure");
   EXPECT_TRUE(ShouldLogInformerFailure(1));
   EXPECT_TRUE(ShouldLogInformerFailure(2));
   EXPECT_FALSE(ShouldLogInformerFailure(3));

@@ -25,7 +25,8 @@ TEST(ResourceRefTest, Paths) {
 }
 
 TEST(ObjectTest, Accessors) {
-  Json pod = Json::parse(R"({"metadata":{"name":"p","namespace":"ns","uid":"u","resourceVersion":"7",
+  Json pod =
+      Json::parse(R"({"metadata":{"name":"p","namespace":"ns","uid":"u","resourceVersion":"7",
       "generation":3,"labels":{"a":"b"},"annotations":{"x":"y"}},"spec":{"nodeName":"n1",
       "containers":[{"name":"c"}]}})");
   EXPECT_EQ(Name(pod), "p");
@@ -104,8 +105,10 @@ TEST(ObjectTest, DropManagedFieldsRemovesBookkeepingOnly) {
               {"annotations", annotations}}},
             {"spec", {{"x", 1}}}};
   DropManagedFields(o);
-  EXPECT_EQ(o, Json({{"metadata", {{"name", "a"}, {"resourceVersion", "3"}, {"annotations", annotations}}},
-                     {"spec", {{"x", 1}}}}));
+  EXPECT_EQ(
+      o,
+      Json({{"metadata", {{"name", "a"}, {"resourceVersion", "3"}, {"annotations", annotations}}},
+            {"spec", {{"x", 1}}}}));
   for (Json j : {Json(), Json(1), Json::array(), Json{{"metadata", 2}}}) {
     Json k = j;
     DropManagedFields(k);

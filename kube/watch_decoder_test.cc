@@ -73,10 +73,16 @@ TEST(JsonStreamDecoderTest, OneByteAtATime) {
 TEST(JsonStreamDecoderTest, PartialValueIsReported) {
   JsonStreamDecoder d;
   int n = 0;
-  ASSERT_TRUE(d.Feed(R"({"a":1} {"b":)", [&](json&&) { ++n; return Status::Ok(); }).ok());
+  ASSERT_TRUE(d.Feed(R"({"a":1} {"b":)", [&](json&&) {
+                 ++n;
+                 return Status::Ok();
+               }).ok());
   EXPECT_EQ(n, 1);
   EXPECT_TRUE(d.HasPartialValue());
-  ASSERT_TRUE(d.Feed("2}  \n", [&](json&&) { ++n; return Status::Ok(); }).ok());
+  ASSERT_TRUE(d.Feed("2}  \n", [&](json&&) {
+                 ++n;
+                 return Status::Ok();
+               }).ok());
   EXPECT_EQ(n, 2);
   EXPECT_FALSE(d.HasPartialValue());
   EXPECT_EQ(d.BufferedBytes(), 0u);

@@ -85,11 +85,16 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"replicas_missing", R"({"replicas": null})", "spec.replicas: is required"},
         InvalidCase{"replicas_zero", R"({"replicas": 0})", "spec.replicas: must be >= 1"},
         InvalidCase{"replicas_string", R"({"replicas": "4"})", "spec.replicas: must be an integer"},
-        // Found by the job_spec fuzzer: a double outside int64's range was cast (undefined behaviour).
-        InvalidCase{"replicas_huge_float", R"({"replicas": 1.44e95})", "spec.replicas: out of range"},
-        InvalidCase{"replicas_huge_unsigned", R"({"replicas": 18446744073709551615})", "spec.replicas: out of range"},
-        InvalidCase{"replicas_above_int32", R"({"replicas": 4294967300.0})", "spec.replicas: out of range"},
-        InvalidCase{"replicas_fraction", R"({"replicas": 2.5})", "spec.replicas: must be an integer"},
+        // Found by the job_spec fuzzer: a double outside int64's range was cast (undefined
+        // behaviour).
+        InvalidCase{"replicas_huge_float", R"({"replicas": 1.44e95})",
+                    "spec.replicas: out of range"},
+        InvalidCase{"replicas_huge_unsigned", R"({"replicas": 18446744073709551615})",
+                    "spec.replicas: out of range"},
+        InvalidCase{"replicas_above_int32", R"({"replicas": 4294967300.0})",
+                    "spec.replicas: out of range"},
+        InvalidCase{"replicas_fraction", R"({"replicas": 2.5})",
+                    "spec.replicas: must be an integer"},
         InvalidCase{"gpus_zero", R"({"gpusPerReplica": 0})", "spec.gpusPerReplica"},
         InvalidCase{"gpus_too_many", R"({"gpusPerReplica": 9})", "spec.gpusPerReplica"},
         InvalidCase{"mode_bad", R"({"topology": {"mode": "Maybe"}})", "spec.topology.mode"},
@@ -138,7 +143,8 @@ TEST(PlacementTest, RoundTrip) {
 }
 
 TEST(PlacementTest, ParseErrorsNameTheField) {
-  auto bad = ParsePlacement(Json::parse(R"({"ranks": [{"rank": 0, "node": "a"}, {"rank": 0, "node": "b"}]})"));
+  auto bad = ParsePlacement(
+      Json::parse(R"({"ranks": [{"rank": 0, "node": "a"}, {"rank": 0, "node": "b"}]})"));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("status.placement.ranks[1].rank"), std::string::npos);
   bad = ParsePlacement(Json::parse(R"({"ranks": [{"rank": 0}]})"));
@@ -147,7 +153,8 @@ TEST(PlacementTest, ParseErrorsNameTheField) {
 }
 
 TEST(PlacementTest, SortedByRank) {
-  auto p = ParsePlacement(Json::parse(R"({"ranks": [{"rank": 1, "node": "b"}, {"rank": 0, "node": "a"}]})"));
+  auto p = ParsePlacement(
+      Json::parse(R"({"ranks": [{"rank": 1, "node": "b"}, {"rank": 0, "node": "a"}]})"));
   ASSERT_TRUE(p.ok());
   EXPECT_EQ(p->ranks[0].node, "a");
 }
@@ -157,7 +164,8 @@ TEST(PlacementTest, PlacementOfObject) {
   auto none = PlacementOf(job);
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
-  job["status"]["placement"] = {{"domains", {"d"}}, {"ranks", {{{"rank", 0}, {"node", "n"}, {"pod", "j-0"}}}}};
+  job["status"]["placement"] = {{"domains", {"d"}},
+                                {"ranks", {{{"rank", 0}, {"node", "n"}, {"pod", "j-0"}}}}};
   auto some = PlacementOf(job);
   ASSERT_TRUE(some.ok());
   ASSERT_TRUE(some->has_value());

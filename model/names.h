@@ -16,8 +16,8 @@ inline constexpr std::string_view kPlural = "nvl72jobs";
 inline constexpr std::string_view kShortName = "nvj";
 
 // --- labels / annotations on pods created for a job ---
-inline constexpr std::string_view kJobLabel = "nvl72.dev/job";    // value: job name (same namespace)
-inline constexpr std::string_view kRankLabel = "nvl72.dev/rank";  // value: decimal rank
+inline constexpr std::string_view kJobLabel = "nvl72.dev/job";  // value: job name (same namespace)
+inline constexpr std::string_view kRankLabel = "nvl72.dev/rank";       // value: decimal rank
 inline constexpr std::string_view kNodeAnnotation = "nvl72.dev/node";  // value: planned node name
 // Optional job annotation: integer priority; overrides the template's PriorityClass value.
 inline constexpr std::string_view kPriorityAnnotation = "nvl72.dev/priority";

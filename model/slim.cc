@@ -3,8 +3,8 @@
 #include <initializer_list>
 #include <string_view>
 
-#include "model/names.h"
 #include "model/cluster_state.h"
+#include "model/names.h"
 
 namespace nvl72::model {
 namespace {
@@ -29,8 +29,8 @@ void KeepOwnAnnotations(Json& obj) {
   if (ann == md->end() || !ann->is_object()) return;
   for (auto it = ann->begin(); it != ann->end();) {
     std::string_view k = it.key();
-    const bool ours = k.size() > kGroup.size() && k.substr(0, kGroup.size()) == kGroup &&
-                      k[kGroup.size()] == '/';
+    const bool ours =
+        k.size() > kGroup.size() && k.substr(0, kGroup.size()) == kGroup && k[kGroup.size()] == '/';
     it = ours ? std::next(it) : ann->erase(it);
   }
   if (ann->empty()) md->erase(ann);
@@ -122,7 +122,8 @@ void SlimNode(Json& node, const ClusterOptions& /*options*/) {
   KeepOnly(node, {"metadata", "spec", "status"});
   SlimMetadata(node);
   KeepOwnAnnotations(node);
-  if (auto spec = node.find("spec"); spec != node.end()) KeepOnly(*spec, {"unschedulable", "taints"});
+  if (auto spec = node.find("spec"); spec != node.end())
+    KeepOnly(*spec, {"unschedulable", "taints"});
   if (auto status = node.find("status"); status != node.end() && status->is_object()) {
     KeepOnly(*status, {"allocatable", "conditions"});
     KeepConditions(*status, {"Ready"});

@@ -144,8 +144,9 @@ TEST(SlimTest, MalformedObjectsAreLeftAlone) {
 // The snapshot built from slimmed objects equals the one from full objects: nothing placement
 // reads was dropped.
 TEST(SlimTest, ClusterStateIsTheSameOnSlimmedObjects) {
-  std::vector<Json> nodes = {FullNode("a0", "rack-a", true, false), FullNode("a1", "rack-a", false, false),
-                             FullNode("b0", "rack-b", true, true), FullNode("b1", "rack-b", true, false)};
+  std::vector<Json> nodes = {
+      FullNode("a0", "rack-a", true, false), FullNode("a1", "rack-a", false, false),
+      FullNode("b0", "rack-b", true, true), FullNode("b1", "rack-b", true, false)};
   nodes[3]["metadata"]["labels"].erase("nvidia.com/gpu.clique");
   nodes[3]["metadata"]["labels"]["example.com/rack"] = "rack-b";
   std::vector<Json> pods = {FullPod("p0", "a0", 4, "Running"), FullPod("p1", "b1", 2, "Pending"),

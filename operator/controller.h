@@ -37,8 +37,8 @@ class Controller {
   Controller(kube::Client* client, Options options, Metrics* metrics);
   ~Controller();
 
-  // Runs until `stop` is requested (OK) or leadership is lost (OK, the caller should exit) or a fatal
-  // error. On stop, releases the lease (if held) and drains the workers.
+  // Runs until `stop` is requested (OK) or leadership is lost (OK, the caller should exit) or a
+  // fatal error. On stop, releases the lease (if held) and drains the workers.
   Status Run(std::stop_token stop);
 
   // Caches synced and either leading, standing by for the lease, or not electing.

@@ -141,10 +141,9 @@ DefragDecision PlanDefragMoves(const placement::PlacementPolicy& policy,
     bool all_placed = true;
     for (int m : plan.moves) {
       const size_t i = static_cast<size_t>(m);
-      const placement::GangRequest mreq =
-          model::JudgeJob(after, *running_jobs[i], running_specs[i], running[i].key, 0,
-                          options.gpu_resource)
-              .request;
+      const placement::GangRequest mreq = model::JudgeJob(after, *running_jobs[i], running_specs[i],
+                                                          running[i].key, 0, options.gpu_resource)
+                                              .request;
       placement::GangDecision md = policy.PlaceGang(after.snapshot(), mreq);
       if (!md.placed) {
         why_not = wkey + ": " + running[i].key + " would find no other nodes: " + md.reason;

@@ -139,8 +139,8 @@ class DefragExecutor {
                               std::chrono::system_clock::time_point now);
   // How long until the move of `job` (Moved True) times out; nullopt when it is not being moved.
   // The job reconcile looks again then, as nothing else may happen to the job meanwhile.
-  std::optional<std::chrono::milliseconds> MoveTimeoutIn(const Json& job,
-                                                         std::chrono::system_clock::time_point now) const;
+  std::optional<std::chrono::milliseconds> MoveTimeoutIn(
+      const Json& job, std::chrono::system_clock::time_point now) const;
   void MoveFinished(const Json& job, std::string_view result);
 
   const DefragOptions& options() const { return config_.options; }

@@ -1,17 +1,16 @@
-// nvl72-operator: admits NVL72Job gangs all-or-nothing into one NVLink domain. See docs/operator.md.
+// nvl72-operator: admits NVL72Job gangs all-or-nothing into one NVLink domain. See
+// docs/operator.md.
+#include <httplib.h>
+#include <prometheus/text_serializer.h>
 #include <pthread.h>
 #include <signal.h>
 
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <stop_token>
 #include <thread>
-
-#include <httplib.h>
-#include <prometheus/text_serializer.h>
-
-#include <sstream>
 
 #include "common/http_server.h"
 #include "kube/config.h"
@@ -89,7 +88,9 @@ int Main(int argc, char** argv) {
   });
   // /metrics and the probes: the same limits as the extender's listener (common/http_server.h):
   // a few workers, short timeouts, no request bodies, idle connections closed after 5 s.
-  auto text_error = [](int, const std::string& what) { return std::make_pair(what + "\n", std::string("text/plain")); };
+  auto text_error = [](int, const std::string& what) {
+    return std::make_pair(what + "\n", std::string("text/plain"));
+  };
   std::unique_ptr<HttpServer> metrics_server;
   if (!o.metrics_addr.empty() && o.metrics_addr != "0") {
     HttpServerOptions so;
@@ -107,17 +108,19 @@ int Main(int argc, char** argv) {
       return 1;
     }
     std::shared_ptr<prometheus::Collectable> collectable = metrics.Collectable();
-    metrics_server->http().Get("/metrics", [collectable](const httplib::Request&, httplib::Response& res) {
-      std::ostringstream out;
-      prometheus::TextSerializer().Serialize(out, collectable->Collect());
-      res.set_content(out.str(), "text/plain; version=0.0.4");
-    });
+    metrics_server->http().Get(
+        "/metrics", [collectable](const httplib::Request&, httplib::Response& res) {
+          std::ostringstream out;
+          prometheus::TextSerializer().Serialize(out, collectable->Collect());
+          res.set_content(out.str(), "text/plain; version=0.0.4");
+        });
     if (Status s = metrics_server->Start(); !s.ok()) {
       NVL72_LOG(kError) << "metrics server on " << o.metrics_addr << ": " << s;
       return 1;
     }
-    NVL72_LOG(kInfo) << "metrics on " << (metrics_server->tls() ? "https://" : "http://") << o.metrics_addr
-                     << "/metrics" << (o.metrics_client_ca.empty() ? "" : " (client certificates required)");
+    NVL72_LOG(kInfo) << "metrics on " << (metrics_server->tls() ? "https://" : "http://")
+                     << o.metrics_addr << "/metrics"
+                     << (o.metrics_client_ca.empty() ? "" : " (client certificates required)");
   }
 
   Controller controller(client->get(), o, &metrics);
@@ -140,9 +143,9 @@ int Main(int argc, char** argv) {
     health->http().Get("/readyz", [&](const httplib::Request&, httplib::Response& res) {
       const bool ready = controller.Ready();
       res.status = ready ? 200 : 503;
-      res.set_content(ready ? (controller.IsLeader() ? "ok leader\n" : "ok standby\n")
-                            : "caches not synced\n",
-                      "text/plain");
+      res.set_content(
+          ready ? (controller.IsLeader() ? "ok leader\n" : "ok standby\n") : "caches not synced\n",
+          "text/plain");
     });
     if (Status s = health->Start(); !s.ok()) {
       NVL72_LOG(kError) << "health server: cannot bind " << o.health_addr << ": " << s;

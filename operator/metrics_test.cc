@@ -308,7 +308,8 @@ Json NodeObj(int rack, int i) {
        {{"name", name}, {"labels", {{"nvidia.com/gpu.clique", "clique-" + std::to_string(rack)}}}}},
       {"spec", Json::object()},
       {"status",
-       {{"allocatable", {{"nvidia.com/gpu", "4"}, {"cpu", "144"}, {"memory", "960Gi"}, {"pods", "110"}}},
+       {{"allocatable",
+         {{"nvidia.com/gpu", "4"}, {"cpu", "144"}, {"memory", "960Gi"}, {"pods", "110"}}},
         {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
 }
 

@@ -11,7 +11,8 @@ Json Node(const std::string& name, const std::string& ready, const std::string& 
   Json n = {{"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.clique", "r"}}}}},
             {"spec", Json::object()},
             {"status",
-             {{"allocatable", {{"nvidia.com/gpu", "4"}, {"cpu", "144"}, {"memory", "960Gi"}, {"pods", "110"}}},
+             {{"allocatable",
+               {{"nvidia.com/gpu", "4"}, {"cpu", "144"}, {"memory", "960Gi"}, {"pods", "110"}}},
               {"conditions", {{{"type", "Ready"}, {"status", ready}}}}}}};
   if (!since.empty()) n["status"]["conditions"][0]["lastTransitionTime"] = since;
   return n;
@@ -94,7 +95,7 @@ TEST(NodeHealthTest, PodFailedByNodeTellsNodeCausesFromTheApplicationsOwn) {
       {pod("Failed", "", "DeletionByTaintManager"), true},
       {pod("Failed", "", "TerminationByKubelet"), true},
       {pod("Failed", "", "DeletionByPodGC"), true},
-      {pod("Failed", "", ""), false},                       // container exited non-zero
+      {pod("Failed", "", ""), false},  // container exited non-zero
       {pod("Failed", "Error", ""), false},
       {pod("Failed", "", "PreemptionByScheduler"), false},  // not the node
       {pod("Running", "NodeLost", ""), false},              // not failed (yet)

@@ -34,7 +34,8 @@ ObjectPtr ClientStore::Job(const std::string& key) const {
 
 std::vector<ObjectPtr> ClientStore::Pods() const { return ListOf(kube::kPods, "", ""); }
 
-std::vector<ObjectPtr> ClientStore::PodsOfJob(const std::string& ns, const std::string& name) const {
+std::vector<ObjectPtr> ClientStore::PodsOfJob(const std::string& ns,
+                                              const std::string& name) const {
   return ListOf(kube::kPods, ns, std::string(model::kJobLabel) + "=" + name);
 }
 

@@ -1,6 +1,6 @@
 // ObjectStore: the read side of the operator. The reconciler reads NVL72Jobs, Pods and Nodes only
-// through this interface, so that production reads informer caches and unit tests and benchmarks can
-// read a kube::Client directly (always fresh, deterministic).
+// through this interface, so that production reads informer caches and unit tests and benchmarks
+// can read a kube::Client directly (always fresh, deterministic).
 //
 // Objects are shared and read-only: copy before modifying.
 // Thread-safety: implementations are safe to call from many threads.
@@ -28,7 +28,8 @@ class ObjectStore {
   // Every pod of the cluster (GPU usage counts across namespaces).
   virtual std::vector<ObjectPtr> Pods() const = 0;
   // Pods labelled nvl72.dev/job=<name> in `ns`.
-  virtual std::vector<ObjectPtr> PodsOfJob(const std::string& ns, const std::string& name) const = 0;
+  virtual std::vector<ObjectPtr> PodsOfJob(const std::string& ns,
+                                           const std::string& name) const = 0;
   virtual std::vector<ObjectPtr> Nodes() const = 0;
   // By name; nullptr if absent.
   virtual ObjectPtr Node(const std::string& name) const = 0;

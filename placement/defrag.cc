@@ -20,7 +20,8 @@ long Choose(long n, long k) {
   return r;
 }
 
-Snapshot WithoutJobs(const Snapshot& s, std::span<const RunningJob> jobs, std::span<const int> moved) {
+Snapshot WithoutJobs(const Snapshot& s, std::span<const RunningJob> jobs,
+                     std::span<const int> moved) {
   Snapshot copy = s;
   for (int j : moved) {
     for (const auto& [node, gpus] : jobs[Idx(j)].gpus_on_node) {
@@ -56,11 +57,13 @@ DefragPlan PlanDefrag(const Snapshot& s, const PlacementPolicy& policy, const Ga
       if (!jobs[j].preemptible) continue;
       int here = 0;
       for (const auto& [node, gpus] : jobs[j].gpus_on_node) {
-        if (node >= 0 && Idx(node) < s.nodes.size() && s.nodes[Idx(node)].domain == dom) here += gpus;
+        if (node >= 0 && Idx(node) < s.nodes.size() && s.nodes[Idx(node)].domain == dom)
+          here += gpus;
       }
       if (here > 0) cand.emplace_back(here, static_cast<int>(j));
     }
-    std::stable_sort(cand.begin(), cand.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::stable_sort(cand.begin(), cand.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
     const int limit = plan.found ? static_cast<int>(plan.moves.size()) : max_moves;
     std::vector<int> pick;
     bool done = false;

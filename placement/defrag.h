@@ -23,9 +23,9 @@ struct RunningJob {
 
 struct DefragPlan {
   bool found = false;
-  DomainId domain = kNoDomain;        // the domain that is freed
-  std::vector<int> moves;             // indexes into the `jobs` span, fewest first
-  std::string reason;                 // why nothing was found, or a summary of the plan
+  DomainId domain = kNoDomain;  // the domain that is freed
+  std::vector<int> moves;       // indexes into the `jobs` span, fewest first
+  std::string reason;           // why nothing was found, or a summary of the plan
 };
 
 // REQUIRES: max_moves >= 0. Jobs whose key is in no domain are ignored.

@@ -25,7 +25,8 @@ ClusterStats ComputeStats(const Snapshot& s, int spares_per_domain, std::span<co
   int min_pod_gpus = 0, min_gang_nodes = 0;
   for (const JobShape& shape : mix) {
     if (shape.nodes <= 1) {
-      min_pod_gpus = min_pod_gpus == 0 ? shape.gpus_per_node : std::min(min_pod_gpus, shape.gpus_per_node);
+      min_pod_gpus =
+          min_pod_gpus == 0 ? shape.gpus_per_node : std::min(min_pod_gpus, shape.gpus_per_node);
     } else {
       min_gang_nodes = min_gang_nodes == 0 ? shape.nodes : std::min(min_gang_nodes, shape.nodes);
     }
@@ -34,7 +35,8 @@ ClusterStats ComputeStats(const Snapshot& s, int spares_per_domain, std::span<co
   int free_blocks_total = 0;
   for (size_t i = 0; i < out.domains.size(); ++i) {
     DomainStats& d = out.domains[i];
-    d.spare_nodes = std::min(d.empty_nodes, HeldBackSpares(s, static_cast<DomainId>(i), spares_per_domain));
+    d.spare_nodes =
+        std::min(d.empty_nodes, HeldBackSpares(s, static_cast<DomainId>(i), spares_per_domain));
     d.largest_gang_nodes = d.empty_nodes - d.spare_nodes;
     free_blocks_total += d.largest_gang_nodes;
     out.largest_gang_nodes = std::max(out.largest_gang_nodes, d.largest_gang_nodes);

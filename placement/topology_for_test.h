@@ -4,7 +4,8 @@
 //   rack-b: . C T R
 //
 // Each token is a node of `gpus_per_node` GPUs: '.' empty, a digit = that many GPUs used,
-// 'X' not ready, 'C' cordoned, 'T' tainted, 'R' fully reserved by a gang, 'P' fully used by preemptible (reclaimable) work. Node names are
+// 'X' not ready, 'C' cordoned, 'T' tainted, 'R' fully reserved by a gang, 'P' fully used by
+// preemptible (reclaimable) work. Node names are
 // "<domain>-n<i>". For tests and benchmarks only.
 #pragma once
 

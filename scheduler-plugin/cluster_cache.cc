@@ -47,7 +47,9 @@ ClusterCache::ClusterCache(kube::Client* client, kube::Clock* clock, ClusterCach
     o.ns = "";
     o.transform = std::move(transform);
     if (options_.on_informer_error) {
-      o.on_error = [cb = options_.on_informer_error, r](const Status& s, int64_t n) { cb(r, s, n); };
+      o.on_error = [cb = options_.on_informer_error, r](const Status& s, int64_t n) {
+        cb(r, s, n);
+      };
     }
     auto inf = std::make_unique<kube::Informer>(client_, clock_, o);
     kube::EventHandlers h;
@@ -109,9 +111,10 @@ void ClusterCache::Assume(const std::string& pod_key, const std::string& node) {
 
 std::vector<ClusterCache::InformerReport> ClusterCache::Informers() const {
   std::vector<InformerReport> out;
-  for (const auto& [name, inf] : {std::pair<const char*, const kube::Informer*>{"nodes", nodes_.get()},
-                                  {"pods", pods_.get()},
-                                  {"nvl72jobs", jobs_.get()}}) {
+  for (const auto& [name, inf] :
+       {std::pair<const char*, const kube::Informer*>{"nodes", nodes_.get()},
+        {"pods", pods_.get()},
+        {"nvl72jobs", jobs_.get()}}) {
     if (inf != nullptr) out.push_back({name, inf->Stats(), inf->Size()});
   }
   return out;

@@ -1,9 +1,9 @@
 // ClusterCache: informers on Nodes, Pods and NVL72Jobs, and the ClusterView the verbs read.
 //
 // Requests never touch the informer caches or JSON of the cluster: they read an immutable
-// ClusterView (scheduler-plugin/extender.h) that a background thread rebuilds after informer events,
-// at most once per `min_rebuild_interval`, and publishes by swapping a shared_ptr. A request holds
-// its view for its whole life, so a rebuild never races a request.
+// ClusterView (scheduler-plugin/extender.h) that a background thread rebuilds after informer
+// events, at most once per `min_rebuild_interval`, and publishes by swapping a shared_ptr. A
+// request holds its view for its whole life, so a rebuild never races a request.
 //
 // Bindings made by this extender are "assumed" (as kube-scheduler's own cache does): the next view
 // counts the pod's GPUs on its node before the informer has seen the pod bound, so consecutive pods
@@ -65,8 +65,8 @@ class StaticViewSource : public ViewSource {
 
 struct ClusterCacheOptions {
   ViewOptions view;
-  kube::ResourceRef jobs_resource = kube::ResourceRef::Custom("nvl72.dev", "v1alpha1", "nvl72jobs",
-                                                              "NVL72Job", true);
+  kube::ResourceRef jobs_resource =
+      kube::ResourceRef::Custom("nvl72.dev", "v1alpha1", "nvl72jobs", "NVL72Job", true);
   // false: no NVL72Job informer (the CRD is not installed); gang ranks then come from pod
   // annotations alone and no node counts as reserved.
   bool watch_jobs = true;
@@ -75,7 +75,8 @@ struct ClusterCacheOptions {
   kube::InformerOptions informer_template;  // backoff and timeouts; resource/selectors are set here
   // Each informer's list/watch failures and recoveries (kube::InformerOptions::on_error), with the
   // resource it watches. Empty = counted in the informers' stats only.
-  std::function<void(const kube::ResourceRef& resource, const Status& status, int64_t failures_in_a_row)>
+  std::function<void(const kube::ResourceRef& resource, const Status& status,
+                     int64_t failures_in_a_row)>
       on_informer_error;
 };
 

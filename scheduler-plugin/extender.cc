@@ -119,7 +119,8 @@ StatusOr<std::unique_ptr<Extender>> Extender::Create(const ExtenderOptions& opti
   return std::unique_ptr<Extender>(new Extender(options, std::move(policy)));
 }
 
-std::optional<std::string> Extender::PlannedNode(const ClusterView& view, const PodInfo& pod) const {
+std::optional<std::string> Extender::PlannedNode(const ClusterView& view,
+                                                 const PodInfo& pod) const {
   if (!pod.IsGang()) return std::nullopt;
   if (!pod.planned_node.empty()) return pod.planned_node;
   if (pod.rank < 0) return std::nullopt;
@@ -244,8 +245,8 @@ std::string Extender::Bind(const ClusterView& view, const PodInfo* cached, const
              ": it has no planned node";
     }
     if (*planned != args.node) {
-      return "refusing to bind gang pod " + args.pod_namespace + "/" + args.pod_name +
-             " to node " + args.node + ": it is planned for node " + *planned;
+      return "refusing to bind gang pod " + args.pod_namespace + "/" + args.pod_name + " to node " +
+             args.node + ": it is planned for node " + *planned;
     }
   }
   Status s = client.Bind(args.pod_namespace, args.pod_name, args.pod_uid, args.node);
@@ -269,10 +270,12 @@ std::vector<std::pair<std::string, NodeVictims>> Extender::Preempt(
     if (!planned && args.pod.gpus > 0) {
       // Freeing a node the filter keeps this pod off would evict for nothing.
       const NodeId id = view.FindNode(node);
-      if (id != kNoNode && view.state.snapshot().nodes[static_cast<size_t>(id)].gang_reserved) continue;
+      if (id != kNoNode && view.state.snapshot().nodes[static_cast<size_t>(id)].gang_reserved)
+        continue;
     }
     // Every gang touched by the victims must go whole: all of its live ranks among the victims.
-    std::unordered_set<std::string_view> victim_set(victims.pod_uids.begin(), victims.pod_uids.end());
+    std::unordered_set<std::string_view> victim_set(victims.pod_uids.begin(),
+                                                    victims.pod_uids.end());
     bool breaks_gang = false;
     for (const std::string& uid : victims.pod_uids) {
       auto g = view.gang_of_uid.find(uid);

@@ -4,11 +4,13 @@
 // (scheduler-plugin/cluster_cache.h keeps the views fresh): a verb is a function of a view and the
 // parsed request, plus, for bind only, the kube::Client that posts the Binding.
 //
-//   filter      a gang rank (label nvl72.dev/job) passes only on its planned node; another GPU pod is
+//   filter      a gang rank (label nvl72.dev/job) passes only on its planned node; another GPU pod
+//   is
 //               kept off nodes reserved for gangs and (if keep_off_spares) off designated spare
 //               nodes; a pod without GPUs passes everywhere. Every failed node gets a reason.
 //   prioritize  the placement core's single-pod score of the chosen policy, 0..10 (by rank of the
-//               raw scores, or placement::NormalizeScores); a gang rank scores 10 on its planned node.
+//               raw scores, or placement::NormalizeScores); a gang rank scores 10 on its planned
+//               node.
 //   bind        posts the Binding, refusing a gang rank on any node but its planned one.
 //   preempt     drops every candidate node whose victims would break a running gang without taking
 //               the whole gang; for a gang rank keeps only its planned node.
@@ -52,7 +54,7 @@ struct ClusterView {
   // pod UID -> job key, and job key -> UIDs of its live ranks.
   std::unordered_map<std::string, std::string> gang_of_uid;
   std::unordered_map<std::string, std::vector<std::string>> gang_uids;
-  bool synced = false;  // built from informer caches that had synced
+  bool synced = false;      // built from informer caches that had synced
   uint64_t generation = 0;  // unique per built view (> 0): the key of NodeNameList::resolved
 
   placement::NodeId FindNode(std::string_view name) const {
@@ -89,9 +91,12 @@ std::shared_ptr<const ClusterView> BuildViewFromFacts(
 
 // How raw policy scores become the extender's 0..10.
 enum class ScoreNormalization {
-  // Distinct feasible raw scores by rank, spread evenly over 1..10 (infeasible 0). Keeps the policy's
-  // order between tiers: the nvl72 policy's raw scores span orders of magnitude (partly used node >>
-  // empty node of a busy domain > empty node of an idle domain > spare), which a linear map collapses
+  // Distinct feasible raw scores by rank, spread evenly over 1..10 (infeasible 0). Keeps the
+  // policy's
+  // order between tiers: the nvl72 policy's raw scores span orders of magnitude (partly used node
+  // >>
+  // empty node of a busy domain > empty node of an idle domain > spare), which a linear map
+  // collapses
   // to 1 for every empty node, leaving the choice among them to the scheduler's LeastAllocated.
   kRank,
   // placement::NormalizeScores: linear between the lowest and the highest feasible raw score.

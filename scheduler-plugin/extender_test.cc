@@ -182,8 +182,8 @@ TEST_F(ExtenderTest, PrioritizePacksIntoPartlyUsedNodesOfBusyDomains) {
   a.SetNodeNames({"r001-n02", "r000-n03", "r000-n02", "r001-n05", "unknown"});
   auto scores = ext_->Prioritize(*view_, a);
   ASSERT_EQ(scores.size(), 5u);
-  EXPECT_EQ(scores[2], 10);           // the partly used node
-  EXPECT_EQ(scores[4], 0);            // unknown node
+  EXPECT_EQ(scores[2], 10);  // the partly used node
+  EXPECT_EQ(scores[4], 0);   // unknown node
   for (int s : scores) EXPECT_LE(s, 10);
   for (int i : {0, 1, 3}) EXPECT_GE(scores[static_cast<size_t>(i)], 1);
   // Among empty nodes: the busier rack first, the spare last.
@@ -219,7 +219,8 @@ TEST(RankNormalizeTest, MatchesTheDefinitionOnRandomScores) {
     const size_t n = rng() % 300;
     const int64_t range = round % 3 == 0 ? 5 : round % 3 == 1 ? 1'000'000 : INT64_MAX;
     std::vector<int64_t> raw(n);
-    for (auto& v : raw) v = rng() % 5 == 0 ? -1 : static_cast<int64_t>(rng() % static_cast<uint64_t>(range));
+    for (auto& v : raw)
+      v = rng() % 5 == 0 ? -1 : static_cast<int64_t>(rng() % static_cast<uint64_t>(range));
     std::vector<int64_t> levels;
     for (int64_t v : raw) {
       if (v >= 0) levels.push_back(v);
@@ -285,8 +286,9 @@ TEST_F(ExtenderTest, BindRefusesAGangPodOffItsPlannedNode) {
 
 TEST_F(ExtenderTest, BindReportsAMissingPod) {
   kube::FakeClient client;
-  EXPECT_NE(ext_->Bind(*view_, nullptr, {"ghost", "ml", "", "r000-n03"}, client).find("cannot read pod"),
-            std::string::npos);
+  EXPECT_NE(
+      ext_->Bind(*view_, nullptr, {"ghost", "ml", "", "r000-n03"}, client).find("cannot read pod"),
+      std::string::npos);
 }
 
 TEST_F(ExtenderTest, PreemptNeverBreaksARunningGang) {

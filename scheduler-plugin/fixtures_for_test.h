@@ -1,25 +1,25 @@
-// Kubernetes object fixtures for the extender's tests and benchmarks: nodes of NVL72 racks, pods and
-// NVL72Jobs as the API server would send them. Tests and benchmarks only.
+// Kubernetes object fixtures for the extender's tests and benchmarks: nodes of NVL72 racks, pods
+// and NVL72Jobs as the API server would send them. Tests and benchmarks only.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace nvl72::extender::testing {
 
 using Json = nlohmann::json;
 
 inline Json MakeNode(const std::string& name, const std::string& clique, int gpus = 4) {
-  Json n = {{"apiVersion", "v1"},
-            {"kind", "Node"},
-            {"metadata", {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}}}}},
-            {"spec", Json::object()},
-            {"status",
-             {{"capacity", {{"nvidia.com/gpu", std::to_string(gpus)}, {"cpu", "72"}}},
-              {"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}, {"cpu", "72"}, {"pods", "110"}}},
-              {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+  Json n = {
+      {"apiVersion", "v1"},
+      {"kind", "Node"},
+      {"metadata", {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}}}}},
+      {"spec", Json::object()},
+      {"status",
+       {{"capacity", {{"nvidia.com/gpu", std::to_string(gpus)}, {"cpu", "72"}}},
+        {"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}, {"cpu", "72"}, {"pods", "110"}}},
+        {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
   if (!clique.empty()) n["metadata"]["labels"]["nvidia.com/gpu.clique"] = clique;
   return n;
 }

@@ -53,7 +53,8 @@ Usage: nvl72-extender [flags]
 
 Status ParseListen(const std::string& value, std::string* host, int* port) {
   const size_t colon = value.rfind(':');
-  if (colon == std::string::npos) return InvalidArgumentError("--listen: want HOST:PORT, got \"" + value + "\"");
+  if (colon == std::string::npos)
+    return InvalidArgumentError("--listen: want HOST:PORT, got \"" + value + "\"");
   std::string h = value.substr(0, colon);
   if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
   if (h.empty()) h = "0.0.0.0";
@@ -79,8 +80,9 @@ StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
     return [=](const std::string& v) {
       long long x = 0;
       if (!ParseInt(v, lo, hi, &x)) {
-        return InvalidArgumentError(std::string(name) + ": want an integer in " + std::to_string(lo) +
-                                    ".." + std::to_string(hi) + ", got \"" + v + "\"");
+        return InvalidArgumentError(std::string(name) + ": want an integer in " +
+                                    std::to_string(lo) + ".." + std::to_string(hi) + ", got \"" +
+                                    v + "\"");
       }
       *dst = static_cast<std::remove_pointer_t<decltype(dst)>>(x);
       return Status::Ok();
@@ -111,7 +113,8 @@ StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
          } else if (v == "linear") {
            f.extender.normalization = ScoreNormalization::kLinear;
          } else {
-           return InvalidArgumentError("--score-normalization: want rank or linear, got \"" + v + "\"");
+           return InvalidArgumentError("--score-normalization: want rank or linear, got \"" + v +
+                                       "\"");
          }
          return Status::Ok();
        }},
@@ -127,7 +130,8 @@ StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
       {"--log-level",
        [&](const std::string& v) {
          if (v != "debug" && v != "info" && v != "warning" && v != "error") {
-           return InvalidArgumentError("--log-level: want debug, info, warning or error, got \"" + v + "\"");
+           return InvalidArgumentError("--log-level: want debug, info, warning or error, got \"" +
+                                       v + "\"");
          }
          f.log_level = v;
          return Status::Ok();
@@ -141,9 +145,10 @@ StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
          return Status::Ok();
        }},
   };
-  const std::map<std::string, bool*> booleans = {
-      {"--keep-off-spares", &f.extender.keep_off_spares}, {"--help", &f.help}, {"-h", &f.help},
-      {"--version", &f.version}};
+  const std::map<std::string, bool*> booleans = {{"--keep-off-spares", &f.extender.keep_off_spares},
+                                                 {"--help", &f.help},
+                                                 {"-h", &f.help},
+                                                 {"--version", &f.version}};
 
   for (size_t i = 0; i < args.size(); ++i) {
     std::string name = args[i], value;

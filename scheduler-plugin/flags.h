@@ -19,7 +19,7 @@ struct Flags {
   std::string domain_label = "nvidia.com/gpu.clique";
   std::string domain_label_fallback;
   int min_rebuild_interval_ms = 100;
-  std::string log_level = "info";  // debug | info | warning | error
+  std::string log_level = "info";   // debug | info | warning | error
   std::string log_format = "text";  // text | json (one JSON object per line)
   bool help = false;
   bool version = false;

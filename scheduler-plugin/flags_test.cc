@@ -75,7 +75,8 @@ TEST(FlagsTest, Errors) {
   EXPECT_FALSE(ParseFlags({"--log-level", "loud"}).ok());
   EXPECT_FALSE(ParseFlags({"--log-format", "xml"}).ok());
   EXPECT_FALSE(ParseFlags({"--score-normalization", "log"}).ok());
-  EXPECT_EQ(ParseFlags({"--score-normalization=linear"})->extender.normalization, ScoreNormalization::kLinear);
+  EXPECT_EQ(ParseFlags({"--score-normalization=linear"})->extender.normalization,
+            ScoreNormalization::kLinear);
   EXPECT_TRUE(ParseFlags({"--help"})->help);
   EXPECT_TRUE(ParseFlags({"--version"})->version);
   EXPECT_NE(Usage().find("--listen"), std::string::npos);

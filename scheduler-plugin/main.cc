@@ -73,8 +73,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   g_json = flags->log_format == "json";
-  g_level = flags->log_level == "debug" ? 0 : flags->log_level == "info" ? 1
-            : flags->log_level == "warning" ? 2 : 3;
+  g_level = flags->log_level == "debug"     ? 0
+            : flags->log_level == "info"    ? 1
+            : flags->log_level == "warning" ? 2
+                                            : 3;
 
   // Signals are taken synchronously by the main thread; every other thread inherits the mask.
   sigset_t sigs;
@@ -119,7 +121,8 @@ int main(int argc, char** argv) {
   // retry with backoff and keep their caches; say so (counts: nvl72_extender_watch_errors_total).
   cache_options.on_informer_error = [](const kube::ResourceRef& r, const Status& s, int64_t n) {
     const kube::InformerErrorSeverity sev = kube::InformerErrorSeverityOf(s, n);
-    if (sev != kube::InformerErrorSeverity::kNone) Log(static_cast<int>(sev), kube::DescribeInformerError(r, s, n));
+    if (sev != kube::InformerErrorSeverity::kNone)
+      Log(static_cast<int>(sev), kube::DescribeInformerError(r, s, n));
   };
   // Without the NVL72Job CRD the extender still works from pod labels/annotations (e.g. before the
   // operator is installed); it does not pick the CRD up later without a restart.
@@ -139,7 +142,9 @@ int main(int argc, char** argv) {
   });
   ClusterCache cache(client->get(), kube::RealClock(), cache_options);
   Service service(extender->get(), &cache, client->get(), &metrics);
-  service.SetLog([](int level, const std::string& msg, const Service::LogKeys& keys) { Log(level, msg, keys); });
+  service.SetLog([](int level, const std::string& msg, const Service::LogKeys& keys) {
+    Log(level, msg, keys);
+  });
   Server server(flags->server, &service, &metrics);
   if (Status s = server.Start(); !s.ok()) {
     Log(3, "listen: " + s.ToString());
@@ -147,8 +152,8 @@ int main(int argc, char** argv) {
   }
   cache.Start();
   Log(1, std::string("serving ") + (server.tls() ? "https" : "http") + "://" + flags->server.host +
-             ":" + std::to_string(server.port()) + flags->server.prefix + "/{filter,prioritize,bind,preempt}" +
-             " policy=" + flags->extender.policy +
+             ":" + std::to_string(server.port()) + flags->server.prefix +
+             "/{filter,prioritize,bind,preempt}" + " policy=" + flags->extender.policy +
              " spares-per-domain=" + std::to_string(flags->extender.spares_per_domain) +
              " keep-off-spares=" + (flags->extender.keep_off_spares ? "true" : "false") +
              " api=" + config->DebugString());
@@ -165,16 +170,18 @@ int main(int argc, char** argv) {
     if (!was_ready && cache.Ready()) {
       was_ready = true;
       const auto view = cache.View();
-      Log(1, "caches synced: " + std::to_string(view->state.snapshot().nodes.size()) + " GPU nodes in " +
-                 std::to_string(view->state.snapshot().domains.size()) + " domains, " +
-                 std::to_string(view->state.reservations().size()) + " reservations");
+      Log(1, "caches synced: " + std::to_string(view->state.snapshot().nodes.size()) +
+                 " GPU nodes in " + std::to_string(view->state.snapshot().domains.size()) +
+                 " domains, " + std::to_string(view->state.reservations().size()) +
+                 " reservations");
     }
     const int64_t r = cache.rebuilds();
     if (r > rebuilds) {
       metrics.IncViewRebuilds(r - rebuilds);
       rebuilds = r;
     }
-    for (const auto& inf : cache.Informers()) metrics.SetInformer(inf.resource, inf.stats, inf.objects);
+    for (const auto& inf : cache.Informers())
+      metrics.SetInformer(inf.resource, inf.stats, inf.objects);
   }
   // Keep-alive connections of the scheduler hold their workers until they idle out: give in-flight
   // requests a few seconds, then leave.

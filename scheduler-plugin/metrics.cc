@@ -63,15 +63,17 @@ Metrics::Metrics()
     request_counters_[{verb, 200}] = &requests_.Add({{"verb", verb}, {"code", "200"}});
     histograms_[verb] = &duration_.Add({{"verb", verb}}, DurationBuckets());
   }
-  auto& node_names = prometheus::BuildCounter()
-                         .Name("nvl72_extender_node_names_total")
-                         .Help("Filter and prioritize requests with NodeNames, by verb and by whether "
-                               "the array was a recent one (cache hit: not scanned or resolved again)")
-                         .Register(*registry_);
+  auto& node_names =
+      prometheus::BuildCounter()
+          .Name("nvl72_extender_node_names_total")
+          .Help(
+              "Filter and prioritize requests with NodeNames, by verb and by whether "
+              "the array was a recent one (cache hit: not scanned or resolved again)")
+          .Register(*registry_);
   for (int v = 0; v < 2; ++v) {
     for (int c = 0; c < 2; ++c) {
-      node_names_[v][c] = &node_names.Add({{"verb", v == 0 ? "filter" : "prioritize"},
-                                           {"cache", c == 0 ? "miss" : "hit"}});
+      node_names_[v][c] = &node_names.Add(
+          {{"verb", v == 0 ? "filter" : "prioritize"}, {"cache", c == 0 ? "miss" : "hit"}});
     }
   }
   for (auto verb : kube::kRequestVerbs) {
@@ -99,7 +101,8 @@ void Metrics::ObserveApiRequest(std::string_view verb, int code, double seconds)
   h->Observe(seconds);
 }
 
-void Metrics::SetInformer(std::string_view resource, const kube::InformerStats& stats, size_t objects) {
+void Metrics::SetInformer(std::string_view resource, const kube::InformerStats& stats,
+                          size_t objects) {
   informers_.Set(resource, stats, objects);
 }
 

@@ -5,8 +5,8 @@
 //   nvl72_extender_filter_nodes_total{result}              counter: nodes passed / failed by filter
 //   nvl72_extender_node_names_total{verb,cache}            counter: filter/prioritize requests with
 //                                                           NodeNames, whether the array was cached
-//   nvl72_extender_bind_refusals_total                      counter: gang pods refused off their plan
-//   nvl72_extender_view_rebuilds_total                      counter
+//   nvl72_extender_bind_refusals_total                      counter: gang pods refused off their
+//   plan nvl72_extender_view_rebuilds_total                      counter
 //   nvl72_extender_api_request_duration_seconds{verb,code} histogram of its API server requests
 //   nvl72_extender_watch_restarts_total{resource}          counter: informer watches started again
 //   nvl72_extender_relists_total{resource}                 counter: informer lists after the first
@@ -18,17 +18,17 @@
 // server. Thread-safety: all methods may be called concurrently.
 #pragma once
 
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
-
-#include <prometheus/counter.h>
-#include <prometheus/family.h>
-#include <prometheus/histogram.h>
-#include <prometheus/registry.h>
 
 #include "kube/informer_metrics.h"
 

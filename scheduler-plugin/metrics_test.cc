@@ -30,8 +30,11 @@ TEST(ExtenderMetricsTest, InformerCountersMoveByTheIncrease) {
   Metrics m;
   std::string t = "\n" + m.Serialize();
   for (const char* r : {"nodes", "pods", "nvl72jobs"}) {  // from the start, at 0
-    EXPECT_TRUE(Contains(t, std::string("nvl72_extender_watch_restarts_total{resource=\"") + r + "\"} 0")) << r;
-    EXPECT_TRUE(Contains(t, std::string("nvl72_extender_relists_total{resource=\"") + r + "\"} 0")) << r;
+    EXPECT_TRUE(
+        Contains(t, std::string("nvl72_extender_watch_restarts_total{resource=\"") + r + "\"} 0"))
+        << r;
+    EXPECT_TRUE(Contains(t, std::string("nvl72_extender_relists_total{resource=\"") + r + "\"} 0"))
+        << r;
   }
   kube::InformerStats s;
   s.watch_restarts = 3;
@@ -50,7 +53,8 @@ TEST(ExtenderMetricsTest, InformerCountersMoveByTheIncrease) {
   kube::InformerStats fresh;
   fresh.watch_restarts = 1;
   m.SetInformer("pods", fresh, 3);
-  EXPECT_TRUE(Contains("\n" + m.Serialize(), "nvl72_extender_watch_restarts_total{resource=\"pods\"} 6"));
+  EXPECT_TRUE(
+      Contains("\n" + m.Serialize(), "nvl72_extender_watch_restarts_total{resource=\"pods\"} 6"));
 }
 
 TEST(ExtenderMetricsTest, RequestsAndApiCallsCountByVerbAndCode) {

@@ -38,7 +38,8 @@ Status Server::Start() {
   o.workers = options_.workers;
   o.read_timeout = options_.read_timeout;
   o.write_timeout = options_.write_timeout;
-  // A whole request (headers and body) must arrive within twice the per-read timeout, at least 10 s.
+  // A whole request (headers and body) must arrive within twice the per-read timeout, at least 10
+  // s.
   o.request_timeout = std::max(std::chrono::milliseconds(10000), 2 * options_.read_timeout);
   o.keep_alive_timeout = options_.keep_alive_timeout;
   o.keep_alive_max_count = options_.keep_alive_max_count;
@@ -69,15 +70,21 @@ void Server::Routes() {
   // The verbs read their body themselves: httplib 0.11 enforces the payload limit only for bodies
   // with a Content-Length and reads a chunked body of any size into memory.
   http.Post(pattern, [this](const httplib::Request& req, httplib::Response& res,
-                              const httplib::ContentReader& read_body) {
+                            const httplib::ContentReader& read_body) {
     const auto start = std::chrono::steady_clock::now();
     const std::string verb = req.matches[1];
     std::string body;
     Response r;
     switch (ReadBodyLimited(req, read_body, options_.max_body_bytes, &body)) {
-      case 200: r = service_->Handle(verb, body); break;
-      case 413: r = {413, ErrorBody("request body too large")}; break;
-      default: r = {408, ErrorBody("request body incomplete (client too slow or gone)")}; break;
+      case 200:
+        r = service_->Handle(verb, body);
+        break;
+      case 413:
+        r = {413, ErrorBody("request body too large")};
+        break;
+      default:
+        r = {408, ErrorBody("request body incomplete (client too slow or gone)")};
+        break;
     }
     res.status = r.code;
     res.set_content(std::move(r.body), kJson);

@@ -9,10 +9,11 @@
 // body sent to a path other than the verbs; socket read/write timeouts per request;
 // keep-alive connections (the scheduler reuses one connection) up to `keep_alive_max_count`
 // requests or `keep_alive_timeout` idle; `workers` threads serve connections (httplib's thread
-// pool: a keep-alive connection holds its worker while it is open). Every error reply has a JSON body
+// pool: a keep-alive connection holds its worker while it is open). Every error reply has a JSON
+// body
 // {"Error": "..."}; a handler exception becomes a 500, never a crash.
-// HTTPS when tls_cert/tls_key are set; with client_ca the client must present a certificate signed by
-// it (mTLS).
+// HTTPS when tls_cert/tls_key are set; with client_ca the client must present a certificate signed
+// by it (mTLS).
 //
 // Thread-safety: Start()/Stop() from one owning thread; handlers run on the worker threads.
 #pragma once
@@ -31,11 +32,11 @@ namespace nvl72::extender {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8888;        // 0 = any free port (see Server::port())
-  std::string prefix;     // URL path prefix of the verbs, "" or "/something" (no trailing slash)
-  std::string tls_cert;   // PEM files; both set = HTTPS
+  int port = 8888;       // 0 = any free port (see Server::port())
+  std::string prefix;    // URL path prefix of the verbs, "" or "/something" (no trailing slash)
+  std::string tls_cert;  // PEM files; both set = HTTPS
   std::string tls_key;
-  std::string client_ca;  // PEM file: require client certificates signed by it
+  std::string client_ca;              // PEM file: require client certificates signed by it
   size_t max_body_bytes = 32u << 20;  // 5,000 full Node objects fit comfortably
   int workers = 8;
   std::chrono::milliseconds read_timeout{10000};

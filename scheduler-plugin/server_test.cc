@@ -1,8 +1,8 @@
 // HTTP-level tests: the real server on 127.0.0.1 port 0, httplib clients, a fixed view.
 #include "scheduler-plugin/server.h"
 
-#include <gtest/gtest.h>
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <openssl/ec.h>
@@ -11,6 +11,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -19,8 +20,6 @@
 #include <map>
 #include <mutex>
 #include <thread>
-
-#include <unistd.h>
 
 #include "common/eventually_for_test.h"
 #include "kube/clock.h"
@@ -48,7 +47,8 @@ class ServerTest : public ::testing::Test {
     jobs_ = {MakeJob("ml", "g", 4, {"r000-n00", "r000-n01"}, "rack-0")};
     ViewOptions vo;
     vo.spares_per_domain = 1;
-    views_ = std::make_unique<StaticViewSource>(BuildView(Ptrs(nodes_), Ptrs(pods_), Ptrs(jobs_), vo));
+    views_ =
+        std::make_unique<StaticViewSource>(BuildView(Ptrs(nodes_), Ptrs(pods_), Ptrs(jobs_), vo));
     ExtenderOptions eo;
     eo.spares_per_domain = 1;
     auto e = Extender::Create(eo);
@@ -105,7 +105,9 @@ TEST_F(ServerTest, FilterAndPrioritizeOverOneKeepAliveConnection) {
     EXPECT_EQ(s[1].at("Score"), 10);  // the partly used node
   }
   const std::string m = metrics_.Serialize();
-  EXPECT_NE(m.find("nvl72_extender_requests_total{code=\"200\",verb=\"filter\"} 3"), std::string::npos) << m;
+  EXPECT_NE(m.find("nvl72_extender_requests_total{code=\"200\",verb=\"filter\"} 3"),
+            std::string::npos)
+      << m;
   EXPECT_NE(m.find("nvl72_extender_request_duration_seconds_count{verb=\"prioritize\"} 3"),
             std::string::npos);
 }
@@ -114,7 +116,8 @@ TEST_F(ServerTest, FilterAndPrioritizeOverOneKeepAliveConnection) {
 // that array is remembered by the filter, so it is neither scanned nor resolved again, and the
 // reply is the same as a fresh parse gives.
 TEST_F(ServerTest, PrioritizeOfTheFilteredNodesReusesTheFiltersWork) {
-  const std::vector<std::string> names = {"r001-n03", "r000-n02", "r000-n00", "r001-n00", "r001-n01"};
+  const std::vector<std::string> names = {"r001-n03", "r000-n02", "r000-n00", "r001-n00",
+                                          "r001-n01"};
   const Json pod = MakePod("ml", "p", 1);
   const Response f = service_->Filter(FilterBody(pod, names));
   ASSERT_EQ(f.code, 200);
@@ -134,16 +137,21 @@ TEST_F(ServerTest, PrioritizeOfTheFilteredNodesReusesTheFiltersWork) {
   ASSERT_EQ(service_->Filter(FilterBody(pod, names)).body, f.body);
   EXPECT_EQ(service_->Prioritize(prioritize).body, p.body);
   const std::string m = metrics_.Serialize();
-  EXPECT_NE(m.find("nvl72_extender_node_names_total{cache=\"hit\",verb=\"prioritize\"} 2"), std::string::npos) << m;
-  EXPECT_NE(m.find("nvl72_extender_node_names_total{cache=\"miss\",verb=\"filter\"} 1"), std::string::npos);
-  EXPECT_NE(m.find("nvl72_extender_node_names_total{cache=\"hit\",verb=\"filter\"} 1"), std::string::npos);
+  EXPECT_NE(m.find("nvl72_extender_node_names_total{cache=\"hit\",verb=\"prioritize\"} 2"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("nvl72_extender_node_names_total{cache=\"miss\",verb=\"filter\"} 1"),
+            std::string::npos);
+  EXPECT_NE(m.find("nvl72_extender_node_names_total{cache=\"hit\",verb=\"filter\"} 1"),
+            std::string::npos);
 }
 
 TEST_F(ServerTest, FullNodesModeReturnsNodeObjects) {
   StartServer();
   httplib::Client cli("127.0.0.1", server_->port());
-  Json req = {{"Pod", MakePod("ml", "p", 1)},
-              {"Nodes", {{"items", {MakeNode("r000-n00", "rack-0"), MakeNode("r000-n02", "rack-0")}}}}};
+  Json req = {
+      {"Pod", MakePod("ml", "p", 1)},
+      {"Nodes", {{"items", {MakeNode("r000-n00", "rack-0"), MakeNode("r000-n02", "rack-0")}}}}};
   auto res = cli.Post("/filter", req.dump(), "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
@@ -290,17 +298,21 @@ TEST_F(ServerTest, BindOverHttpPostsBindingAndRefusesOffPlan) {
     logged.emplace_back(msg, keys);
   });
   StartServer();
-  ASSERT_TRUE(client_.Create(kube::kPods, "ml", MakePod("ml", "h-0", 4, "", "g", 0, "r000-n00")).ok());
+  ASSERT_TRUE(
+      client_.Create(kube::kPods, "ml", MakePod("ml", "h-0", 4, "", "g", 0, "r000-n00")).ok());
   ASSERT_TRUE(client_.Create(kube::kPods, "ml", MakePod("ml", "one", 1)).ok());
   httplib::Client cli("127.0.0.1", server_->port());
-  auto refused = cli.Post("/bind", R"({"PodName":"h-0","PodNamespace":"ml","PodUID":"","Node":"r001-n01"})",
-                          "application/json");
+  auto refused =
+      cli.Post("/bind", R"({"PodName":"h-0","PodNamespace":"ml","PodUID":"","Node":"r001-n01"})",
+               "application/json");
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->status, 200);
-  EXPECT_NE(Json::parse(refused->body).at("Error").get<std::string>().find("planned for node r000-n00"),
-            std::string::npos);
-  auto ok = cli.Post("/bind", R"({"PodName":"one","PodNamespace":"ml","PodUID":"","Node":"r001-n01"})",
-                     "application/json");
+  EXPECT_NE(
+      Json::parse(refused->body).at("Error").get<std::string>().find("planned for node r000-n00"),
+      std::string::npos);
+  auto ok =
+      cli.Post("/bind", R"({"PodName":"one","PodNamespace":"ml","PodUID":"","Node":"r001-n01"})",
+               "application/json");
   ASSERT_TRUE(ok);
   EXPECT_EQ(Json::parse(ok->body), Json({{"Error", ""}}));
   EXPECT_EQ((*client_.Get(kube::kPods, "ml", "one"))["spec"]["nodeName"], "r001-n01");
@@ -310,7 +322,8 @@ TEST_F(ServerTest, BindOverHttpPostsBindingAndRefusesOffPlan) {
   std::lock_guard<std::mutex> l(log_mu);
   ASSERT_EQ(logged.size(), 1u);
   EXPECT_NE(logged[0].first.find("refusing"), std::string::npos);
-  EXPECT_EQ(logged[0].second, (Service::LogKeys{{"pod", "ml/h-0"}, {"node", "r001-n01"}, {"job", "ml/g"}}));
+  EXPECT_EQ(logged[0].second,
+            (Service::LogKeys{{"pod", "ml/h-0"}, {"node", "r001-n01"}, {"job", "ml/g"}}));
 }
 
 TEST_F(ServerTest, PrefixedVerbsAndPreempt) {
@@ -318,8 +331,11 @@ TEST_F(ServerTest, PrefixedVerbsAndPreempt) {
   o.prefix = "/nvl72";
   StartServer(o);
   httplib::Client cli("127.0.0.1", server_->port());
-  EXPECT_EQ(cli.Post("/filter", FilterBody(MakePod("ml", "p", 1), {}), "application/json")->status, 404);
-  EXPECT_EQ(cli.Post("/nvl72/filter", FilterBody(MakePod("ml", "p", 1), {}), "application/json")->status, 200);
+  EXPECT_EQ(cli.Post("/filter", FilterBody(MakePod("ml", "p", 1), {}), "application/json")->status,
+            404);
+  EXPECT_EQ(
+      cli.Post("/nvl72/filter", FilterBody(MakePod("ml", "p", 1), {}), "application/json")->status,
+      200);
   Json req = {{"Pod", MakePod("ml", "urgent", 4)},
               {"NodeNameToMetaVictims",
                {{"r000-n01", {{"Pods", {{{"UID", "uid-ml-g-1"}}}}, {"NumPDBViolations", 0}}},
@@ -347,7 +363,8 @@ TEST_F(ServerTest, ConcurrentClients) {
       cli.set_read_timeout(std::chrono::seconds(5));
       cli.set_write_timeout(std::chrono::seconds(5));
       for (int i = 0; i < 25; ++i) {
-        auto res = cli.Post("/filter", FilterBody(MakePod("ml", "p", 1), {"r000-n02"}), "application/json");
+        auto res = cli.Post("/filter", FilterBody(MakePod("ml", "p", 1), {"r000-n02"}),
+                            "application/json");
         if (res && res->status == 200) ++ok;
       }
     });
@@ -409,7 +426,8 @@ Pem MakeCert(const std::string& cn, const Pem* issuer, bool ca) {
   };
   Pem out;
   out.cert = pem([&](BIO* b) { PEM_write_bio_X509(b, x); });
-  out.key = pem([&](BIO* b) { PEM_write_bio_PrivateKey(b, key, nullptr, nullptr, 0, nullptr, nullptr); });
+  out.key =
+      pem([&](BIO* b) { PEM_write_bio_PrivateKey(b, key, nullptr, nullptr, 0, nullptr, nullptr); });
   if (issuer_cert != nullptr) {
     X509_free(issuer_cert);
     EVP_PKEY_free(issuer_key);
@@ -426,8 +444,8 @@ std::string WriteTemp(const std::string& dir, const std::string& name, const std
 }
 
 TEST_F(ServerTest, HttpsWithClientCertificates) {
-  const std::string dir = std::filesystem::temp_directory_path() /
-                          ("nvl72-extender-tls-" + std::to_string(::getpid()));
+  const std::string dir =
+      std::filesystem::temp_directory_path() / ("nvl72-extender-tls-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const Pem ca = MakeCert("test-ca", nullptr, true);
   const Pem server = MakeCert("127.0.0.1", &ca, false);
@@ -444,7 +462,8 @@ TEST_F(ServerTest, HttpsWithClientCertificates) {
   httplib::SSLClient with_cert("127.0.0.1", server_->port(), client_cert, client_key);
   with_cert.set_ca_cert_path(o.client_ca.c_str());
   with_cert.enable_server_certificate_verification(true);
-  auto res = with_cert.Post("/filter", FilterBody(MakePod("ml", "p", 1), {"r000-n02"}), "application/json");
+  auto res = with_cert.Post("/filter", FilterBody(MakePod("ml", "p", 1), {"r000-n02"}),
+                            "application/json");
   ASSERT_TRUE(res) << httplib::to_string(res.error());
   EXPECT_EQ(res->status, 200);
 

@@ -7,10 +7,10 @@ Response BadRequest(const Status& s) { return {400, ErrorBody(s.message())}; }
 
 }  // namespace
 
-// kube-scheduler's prioritize request for this pod carries, as its NodeNames, exactly the nodes this
-// filter reply passes, in the same order (and Go encodes each name as it did in the filter request).
-// Cached with its resolution, that request skips the scan and the name lookups. When every node
-// passed, the filter request's own array is already cached.
+// kube-scheduler's prioritize request for this pod carries, as its NodeNames, exactly the nodes
+// this filter reply passes, in the same order (and Go encodes each name as it did in the filter
+// request). Cached with its resolution, that request skips the scan and the name lookups. When
+// every node passed, the filter request's own array is already cached.
 void Service::RememberPassed(const ClusterView& view, const NodeNameList& nodes,
                              const std::vector<int>& passed) const {
   {

@@ -3,8 +3,8 @@
 // This is what the HTTP server (scheduler-plugin/server.h) calls for POST <prefix>/<verb>, and what
 // benchmarks call to measure server-side handling without a socket. It parses the request
 // (scheduler-plugin/wire.h), takes the current ClusterView, asks the Extender and serialises the
-// reply. A malformed request is a 400 with {"Error": "..."}; a decision that fails for the pod (e.g.
-// bind refused) is a 200 whose result carries Error, as the scheduler expects.
+// reply. A malformed request is a 400 with {"Error": "..."}; a decision that fails for the pod
+// (e.g. bind refused) is a 200 whose result carries Error, as the scheduler expects.
 //
 // Thread-safety: all methods may run concurrently; the pointed-to objects must outlive the service.
 #pragma once

@@ -1,14 +1,14 @@
 #include "scheduler-plugin/wire.h"
 
-#include "common/numbers.h"
-#include "kube/object.h"
-
 #include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdio>
 #include <exception>
 #include <unordered_map>
+
+#include "common/numbers.h"
+#include "kube/object.h"
 
 namespace nvl72::extender {
 namespace {
@@ -98,14 +98,15 @@ int EffectiveGpus(const std::vector<ContainerGpu>& containers,
 }
 
 // ---------------------------------------------------------------------------------------------
-// A minimal, validating JSON scanner for the top level of ExtenderArgs. The filter/prioritize body is
-// mostly NodeNames (5,000 short strings at scale): those are read straight into strings; the Pod and
-// the full-mode Nodes are small or rare and go through nlohmann's DOM; anything else is skipped
+// A minimal, validating JSON scanner for the top level of ExtenderArgs. The filter/prioritize body
+// is mostly NodeNames (5,000 short strings at scale): those are read straight into strings; the Pod
+// and the full-mode Nodes are small or rare and go through nlohmann's DOM; anything else is skipped
 // (still validated).
 
 class Scanner {
  public:
-  explicit Scanner(std::string_view s) : p_(s.data()), begin_(s.data()), end_(s.data() + s.size()) {}
+  explicit Scanner(std::string_view s)
+      : p_(s.data()), begin_(s.data()), end_(s.data() + s.size()) {}
 
   void Ws() {
     while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
@@ -168,14 +169,30 @@ class Scanner {
       if (p_ >= end_) return false;
       const char e = *p_++;
       switch (e) {
-        case '"': out->push_back('"'); break;
-        case '\\': out->push_back('\\'); break;
-        case '/': out->push_back('/'); break;
-        case 'b': out->push_back('\b'); break;
-        case 'f': out->push_back('\f'); break;
-        case 'n': out->push_back('\n'); break;
-        case 'r': out->push_back('\r'); break;
-        case 't': out->push_back('\t'); break;
+        case '"':
+          out->push_back('"');
+          break;
+        case '\\':
+          out->push_back('\\');
+          break;
+        case '/':
+          out->push_back('/');
+          break;
+        case 'b':
+          out->push_back('\b');
+          break;
+        case 'f':
+          out->push_back('\f');
+          break;
+        case 'n':
+          out->push_back('\n');
+          break;
+        case 'r':
+          out->push_back('\r');
+          break;
+        case 't':
+          out->push_back('\t');
+          break;
         case 'u': {
           uint32_t cp = 0;
           if (!Hex4(&cp)) return false;
@@ -191,7 +208,8 @@ class Scanner {
           AppendUtf8(out, cp);
           break;
         }
-        default: return false;
+        default:
+          return false;
       }
     }
     return false;
@@ -219,11 +237,16 @@ class Scanner {
         } while (Eat(','));
         return Eat(']');
       }
-      case '"': return SkipString();
-      case 't': return Literal("true");
-      case 'f': return Literal("false");
-      case 'n': return Literal("null");
-      default: return Number();
+      case '"':
+        return SkipString();
+      case 't':
+        return Literal("true");
+      case 'f':
+        return Literal("false");
+      case 'n':
+        return Literal("null");
+      default:
+        return Number();
     }
   }
 
@@ -241,7 +264,8 @@ class Scanner {
 
   bool Literal(std::string_view lit) {
     Ws();
-    if (static_cast<size_t>(end_ - p_) < lit.size() || std::string_view(p_, lit.size()) != lit) return false;
+    if (static_cast<size_t>(end_ - p_) < lit.size() || std::string_view(p_, lit.size()) != lit)
+      return false;
     p_ += lit.size();
     return true;
   }
@@ -255,10 +279,14 @@ class Scanner {
     for (int i = 0; i < 4; ++i) {
       const char c = *p_++;
       r <<= 4;
-      if (c >= '0' && c <= '9') r |= static_cast<uint32_t>(c - '0');
-      else if (c >= 'a' && c <= 'f') r |= static_cast<uint32_t>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') r |= static_cast<uint32_t>(c - 'A' + 10);
-      else return false;
+      if (c >= '0' && c <= '9')
+        r |= static_cast<uint32_t>(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        r |= static_cast<uint32_t>(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        r |= static_cast<uint32_t>(c - 'A' + 10);
+      else
+        return false;
     }
     *v = r;
     return true;
@@ -338,7 +366,8 @@ void AppendReasonMap(std::string& out, const char* field,
       AppendJsonString(out, node);
     }
     out += ':';
-    if (last_json == nullptr || reason.data() != last_reason.data() || reason.size() != last_reason.size()) {
+    if (last_json == nullptr || reason.data() != last_reason.data() ||
+        reason.size() != last_reason.size()) {
       auto [it, inserted] = escaped.try_emplace(reason.data());
       auto& [length, json] = it->second;
       if (inserted || length != reason.size()) {
@@ -387,16 +416,20 @@ bool ParseCountQuantity(std::string_view s, int64_t* out) {
     rest.remove_prefix(i);
   }
   int64_t mult = 1;
-  if (rest == "k") mult = 1000;
-  else if (rest == "M") mult = 1000000;
-  else if (!rest.empty()) return false;
+  if (rest == "k")
+    mult = 1000;
+  else if (rest == "M")
+    mult = 1000000;
+  else if (!rest.empty())
+    return false;
   if (v > (int64_t{1} << 40) / mult) return false;
   *out = v * mult;
   return true;
 }
 
 bool ParseCountQuantity(const Json& value, int64_t* out) {
-  if (value.is_string()) return ParseCountQuantity(std::string_view(value.get_ref<const std::string&>()), out);
+  if (value.is_string())
+    return ParseCountQuantity(std::string_view(value.get_ref<const std::string&>()), out);
   if (value.is_number_unsigned() || value.is_number_integer()) {
     const auto v = value.get<int64_t>();
     if (v < 0) return false;
@@ -442,7 +475,8 @@ PodInfo PodInfoFromJsonChecked(const Json& pod, std::string_view gpu_resource, b
   info.uid = str(meta, "uid");
   const Json& labels = obj(meta, "labels");
   info.job = str(labels, std::string(kJobLabel).c_str());
-  if (std::string r = str(labels, std::string(kRankLabel).c_str()); !r.empty()) info.rank = ParseRank(r);
+  if (std::string r = str(labels, std::string(kRankLabel).c_str()); !r.empty())
+    info.rank = ParseRank(r);
   info.planned_node = str(obj(meta, "annotations"), std::string(kNodeAnnotation).c_str());
   const Json& spec = obj(pod, "spec");
   info.node_name = str(spec, "nodeName");
@@ -474,9 +508,9 @@ PodInfo PodInfoFromJsonChecked(const Json& pod, std::string_view gpu_resource, b
 }  // namespace
 
 namespace {
-// Parses the NodeNames array at the scanner (at its '['): the names and their literals, in one pass.
-// nullptr if it is not an array of strings.
-// `expected` sizes the vectors up front (growing them moves every name again and again).
+// Parses the NodeNames array at the scanner (at its '['): the names and their literals, in one
+// pass. nullptr if it is not an array of strings. `expected` sizes the vectors up front (growing
+// them moves every name again and again).
 std::shared_ptr<NodeNameList> ParseNodeNamesArray(Scanner& sc, size_t expected, size_t bytes_left) {
   auto list = std::make_shared<NodeNameList>();
   list->names.reserve(expected);
@@ -518,7 +552,8 @@ StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body, std::string_view
           if (field == "pod") saw_pod = false;
           continue;
         }
-        if (!sc.Peek('{')) return bad(field == "pod" ? "Pod must be an object" : "Nodes must be an object");
+        if (!sc.Peek('{'))
+          return bad(field == "pod" ? "Pod must be an object" : "Nodes must be an object");
         const char* start = sc.pos();
         if (!sc.Skip()) return bad("malformed JSON in " + key);
         const Json value = Json::parse(start, sc.pos(), nullptr, /*allow_exceptions=*/false);
@@ -564,12 +599,14 @@ StatusOr<ExtenderArgs> ParseExtenderArgs(std::string_view body, std::string_view
         }
         // Arrays in a burst differ by a few names: size the new one like the last one seen.
         const size_t last = cache != nullptr ? cache->LastSize() : 0;
-        std::shared_ptr<NodeNameList> parsed = ParseNodeNamesArray(sc, last + last / 16 + 8, body.size() - at);
+        std::shared_ptr<NodeNameList> parsed =
+            ParseNodeNamesArray(sc, last + last / 16 + 8, body.size() - at);
         if (parsed == nullptr) {
           return InvalidArgumentError("NodeNames must be an array of strings (at byte " +
                                       std::to_string(at) + ")");
         }
-        if (cache != nullptr) cache->Insert(std::string_view(begin, static_cast<size_t>(sc.pos() - begin)), parsed);
+        if (cache != nullptr)
+          cache->Insert(std::string_view(begin, static_cast<size_t>(sc.pos() - begin)), parsed);
         args.nodes = std::move(parsed);
       } else if (!sc.Skip()) {
         return bad("malformed JSON in " + key);
@@ -615,13 +652,16 @@ StatusOr<PreemptionArgs> ParsePreemptionArgs(std::string_view body, std::string_
         a.victims.emplace_back(it.key(), std::move(v));
         continue;
       }
-      if (!it->is_object()) return InvalidArgumentError(std::string(field) + " values must be objects");
-      if (const Json* n = FindFieldIgnoreCase(*it, "NumPDBViolations"); n && n->is_number_integer()) {
+      if (!it->is_object())
+        return InvalidArgumentError(std::string(field) + " values must be objects");
+      if (const Json* n = FindFieldIgnoreCase(*it, "NumPDBViolations");
+          n && n->is_number_integer()) {
         v.num_pdb_violations = n->get<int64_t>();
       }
       const Json* pods = FindFieldIgnoreCase(*it, "Pods");
       if (pods != nullptr && !pods->is_null()) {
-        if (!pods->is_array()) return InvalidArgumentError(std::string(field) + ".Pods must be an array");
+        if (!pods->is_array())
+          return InvalidArgumentError(std::string(field) + ".Pods must be an array");
         for (const Json& p : *pods) {
           std::string uid;
           if (meta) {
@@ -630,7 +670,8 @@ StatusOr<PreemptionArgs> ParsePreemptionArgs(std::string_view body, std::string_
           } else {
             uid = PodInfoFromJson(p, gpu_resource).uid;
           }
-          if (uid.empty()) return InvalidArgumentError(std::string(field) + ": a victim without a UID");
+          if (uid.empty())
+            return InvalidArgumentError(std::string(field) + ": a victim without a UID");
           v.pod_uids.push_back(std::move(uid));
         }
       }
@@ -655,11 +696,21 @@ void AppendJsonString(std::string& out, std::string_view s) {
   s.remove_prefix(plain);
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           std::array<char, 8> buf{};
@@ -736,7 +787,8 @@ std::string HostPriorities(size_t hosts, size_t reserve, const std::vector<int>&
     out.append(kHost);
     append_host(out, i);
     out.append(kScore);
-    const auto [end, ec] = std::to_chars(num.data(), num.data() + num.size(), i < scores.size() ? scores[i] : 0);
+    const auto [end, ec] =
+        std::to_chars(num.data(), num.data() + num.size(), i < scores.size() ? scores[i] : 0);
     out.append(num.data(), static_cast<size_t>(end - num.data()));
     out += '}';
   }
@@ -795,7 +847,7 @@ std::shared_ptr<NodeNameList> NodeNameList::Subset(std::span<const int> indices,
 }
 
 std::shared_ptr<const NodeNameList> NodeNamesCache::FindPrefixOf(std::string_view text,
-                                                                  size_t* length) const {
+                                                                 size_t* length) const {
   std::lock_guard<std::mutex> l(mu_);
   for (size_t i = 0; i < entries_.size(); ++i) {
     if (!text.starts_with(entries_[i].raw)) continue;

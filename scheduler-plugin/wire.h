@@ -16,13 +16,12 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 
@@ -62,9 +61,10 @@ struct NodeNameList {
 
   // Builds the list from names (literals escaped here).
   static std::shared_ptr<NodeNameList> FromNames(std::vector<std::string> names);
-  // The entries at `indices` (in that order) as a new list, and in `*raw` that list as the JSON array
-  // kube-scheduler sends for it ("[" literals joined by "," "]": Go's encoding of the same strings
-  // gives the same literals). The filter's passed nodes come back as the prioritize's NodeNames.
+  // The entries at `indices` (in that order) as a new list, and in `*raw` that list as the JSON
+  // array kube-scheduler sends for it ("[" literals joined by "," "]": Go's encoding of the same
+  // strings gives the same literals). The filter's passed nodes come back as the prioritize's
+  // NodeNames.
   std::shared_ptr<NodeNameList> Subset(std::span<const int> indices, std::string* raw) const;
   size_t size() const { return names.size(); }
   std::string_view Literal(size_t i) const {
@@ -83,7 +83,8 @@ struct NodeNameList {
   mutable std::vector<int> passed;
 };
 
-// Recently seen NodeNames arrays (their exact bytes, from '[' to ']') and their parses. Thread-safe.
+// Recently seen NodeNames arrays (their exact bytes, from '[' to ']') and their parses.
+// Thread-safe.
 class NodeNamesCache {
  public:
   explicit NodeNamesCache(size_t capacity = 4) : capacity_(capacity) {}
@@ -112,13 +113,15 @@ struct ExtenderArgs {
   // True when the request carries "NodeNames" (nodeCacheCapable); false when it carries
   // "Nodes": {"items": [...]} (full-Nodes mode) or neither (zero nodes).
   bool node_cache_capable = false;
-  bool has_nodes = false;  // "Nodes" was a non-null object
+  bool has_nodes = false;          // "Nodes" was a non-null object
   bool node_names_cached = false;  // NodeNames was a recent array (NodeNamesCache hit)
   // NodeNames, or metadata.name of each Nodes.items entry. Never null.
   std::shared_ptr<const NodeNameList> nodes = std::make_shared<NodeNameList>();
 
   const std::vector<std::string>& node_names() const { return nodes->names; }
-  void SetNodeNames(std::vector<std::string> names) { nodes = NodeNameList::FromNames(std::move(names)); }
+  void SetNodeNames(std::vector<std::string> names) {
+    nodes = NodeNameList::FromNames(std::move(names));
+  }
 };
 
 // Parses a filter/prioritize request body. `gpu_resource` is the extended resource counted as GPUs.

@@ -44,14 +44,17 @@ TEST(WireTest, ParsesLowercaseAndMixedCaseTopLevelNames) {
 
 TEST(WireTest, EscapedNodeNamesAndWhitespace) {
   auto args = ParseExtenderArgs(
-      " { \"NodeNames\" : [ \"a\\u0041\" , \"b\\\"c\\n\", \"\\ud83d\\ude00\" ] ,\n \"Pod\" : { } } ",
+      " { \"NodeNames\" : [ \"a\\u0041\" , \"b\\\"c\\n\", \"\\ud83d\\ude00\" ] ,\n \"Pod\" : { } "
+      "} ",
       "nvidia.com/gpu");
   ASSERT_TRUE(args.ok()) << args.status();
   EXPECT_EQ(args->node_names(), (std::vector<std::string>{"aA", "b\"c\n", "\xF0\x9F\x98\x80"}));
   EXPECT_FALSE(ParseExtenderArgs(R"({"Pod": {}, "NodeNames": ["\ud83d"]})", "nvidia.com/gpu").ok());
   EXPECT_FALSE(ParseExtenderArgs(R"({"Pod": {}, "NodeNames": ["\q"]})", "nvidia.com/gpu").ok());
   EXPECT_FALSE(ParseExtenderArgs(R"({"Pod": {}, "x": 01})", "nvidia.com/gpu").ok());
-  EXPECT_TRUE(ParseExtenderArgs(R"({"Pod": {}, "x": [-1.5e3, true, false, null, "s"]})", "nvidia.com/gpu").ok());
+  EXPECT_TRUE(
+      ParseExtenderArgs(R"({"Pod": {}, "x": [-1.5e3, true, false, null, "s"]})", "nvidia.com/gpu")
+          .ok());
 }
 
 TEST(WireTest, FullNodesModeReadsItemNames) {
@@ -69,9 +72,13 @@ TEST(WireTest, GpuRequestFromLimitsAndInitContainers) {
   Json pod = MakePod("ns", "p", 0);
   pod["spec"]["containers"] = {
       {{"name", "a"}, {"resources", {{"limits", {{"nvidia.com/gpu", 2}}}}}},
-      {{"name", "b"}, {"resources", {{"requests", {{"nvidia.com/gpu", "1"}}}, {"limits", {{"nvidia.com/gpu", "1"}}}}}}};
-  pod["spec"]["initContainers"] = {{{"name", "i"}, {"resources", {{"requests", {{"nvidia.com/gpu", "4"}}}}}}};
-  auto args = ParseExtenderArgs(Json{{"Pod", pod}, {"NodeNames", Json::array()}}.dump(), "nvidia.com/gpu");
+      {{"name", "b"},
+       {"resources",
+        {{"requests", {{"nvidia.com/gpu", "1"}}}, {"limits", {{"nvidia.com/gpu", "1"}}}}}}};
+  pod["spec"]["initContainers"] = {
+      {{"name", "i"}, {"resources", {{"requests", {{"nvidia.com/gpu", "4"}}}}}}};
+  auto args =
+      ParseExtenderArgs(Json{{"Pod", pod}, {"NodeNames", Json::array()}}.dump(), "nvidia.com/gpu");
   ASSERT_TRUE(args.ok()) << args.status();
   EXPECT_EQ(args->pod.gpus, 4);  // max(2 + 1, 4)
   EXPECT_EQ(PodInfoFromJson(pod, "nvidia.com/gpu").gpus, 4);
@@ -89,15 +96,15 @@ TEST(WireTest, MalformedRequestsAreErrorsNotCrashes) {
       "not json",
       "[]",
       "42",
-      "{}",                                             // no Pod
-      R"({"Pod": null, "NodeNames": []})",              // null Pod
+      "{}",                                 // no Pod
+      R"({"Pod": null, "NodeNames": []})",  // null Pod
       R"({"Pod": 1})",
       R"({"Pod": {}, "NodeNames": [1, 2]})",
       R"({"Pod": {}, "NodeNames": "n1"})",
       R"({"Pod": {}, "NodeNames": [["n1"]]})",
       R"({"Pod": {}, "NodeNames": [{"n": 1}]})",
       R"({"Pod": {}, "Nodes": [1]})",
-      R"({"Pod": {}, "NodeNames": ["a")",               // truncated
+      R"({"Pod": {}, "NodeNames": ["a")",  // truncated
       R"({"Pod": {"spec": {"containers": [{"resources": {"requests": {"nvidia.com/gpu": "lots"}}}]}}})",
       R"({"Pod": {"spec": {"containers": [{"resources": {"requests": {"nvidia.com/gpu": -1}}}]}}})",
       "{\"Pod\": {}, \"NodeNames\": [\"a\"]} trailing",
@@ -116,12 +123,13 @@ TEST(WireTest, MalformedRequestsAreErrorsNotCrashes) {
 }
 
 TEST(WireTest, NodeNamesMustBeValidUtf8) {
-  // Found by the extender_request fuzz target: a name with a stray 0xE1 byte was accepted and echoed
-  // back, and the reply was no longer JSON.
+  // Found by the extender_request fuzz target: a name with a stray 0xE1 byte was accepted and
+  // echoed back, and the reply was no longer JSON.
   const std::string pod = R"({"metadata":{"name":"p","namespace":"ml"}})";
-  for (const std::string& bad : {std::string("r0\xE1" "0-n02"), std::string("\xC0\xAF"),
-                                std::string("\xED\xA0\x80"), std::string("\xF4\x90\x80\x80"),
-                                std::string("ab\x80")}) {
+  for (const std::string& bad : {std::string("r0\xE1"
+                                             "0-n02"),
+                                 std::string("\xC0\xAF"), std::string("\xED\xA0\x80"),
+                                 std::string("\xF4\x90\x80\x80"), std::string("ab\x80")}) {
     auto args = ParseExtenderArgs(R"({"Pod":)" + pod + R"(,"NodeNames":[")" + bad + R"("]})",
                                   "nvidia.com/gpu");
     EXPECT_FALSE(args.ok()) << "accepted invalid UTF-8 in a node name";
@@ -143,8 +151,11 @@ TEST(WireTest, FilterResultSharedReasonsAreEscapedPerView) {
   const std::string shared = "spare of \"rack-0\"\n(kept free)";
   const std::string other = "reserved for gang ml/a";
   FilterReply r;
-  r.failed = {{"n1", shared}, {"n2", std::string_view(shared).substr(0, 8)}, {"n3", other},
-              {"n4", shared}, {"n5", std::string_view(shared).substr(0, 8)}};
+  r.failed = {{"n1", shared},
+              {"n2", std::string_view(shared).substr(0, 8)},
+              {"n3", other},
+              {"n4", shared},
+              {"n5", std::string_view(shared).substr(0, 8)}};
   const Json j = Json::parse(SerializeFilterResult(r));
   const Json& f = j.at("FailedNodes");
   EXPECT_EQ(f.size(), 5u);
@@ -200,7 +211,8 @@ TEST(WireTest, RepliesEchoTheRequestsNameLiterals) {
   for (size_t i = 0; i < nodes.size(); ++i) {
     (i % 2 ? literal.failed.emplace_back(nodes.Literal(i), "why")
            : literal.failed.emplace_back(nodes.Literal(i), "because"));
-    (i % 2 ? plain.failed.emplace_back(nodes.names[i], "why") : plain.failed.emplace_back(nodes.names[i], "because"));
+    (i % 2 ? plain.failed.emplace_back(nodes.names[i], "why")
+           : plain.failed.emplace_back(nodes.names[i], "because"));
   }
   literal.passed = {nodes.Literal(1)};
   plain.passed = {nodes.names[1]};
@@ -225,7 +237,8 @@ TEST(WireTest, NodeNamesCacheSharesTheParseOfIdenticalArrays) {
   EXPECT_NE(first->nodes, other->nodes);
   EXPECT_EQ(other->node_names(), (std::vector<std::string>{"n1", "n3"}));
   EXPECT_EQ(cache.hits(), 1);
-  // Alternating arrays (filter: all nodes, prioritize: those that passed) keep hitting, each its own.
+  // Alternating arrays (filter: all nodes, prioritize: those that passed) keep hitting, each its
+  // own.
   for (int round = 0; round < 3; ++round) {
     auto x = ParseExtenderArgs(a, "nvidia.com/gpu", &cache);
     auto y = ParseExtenderArgs(b, "nvidia.com/gpu", &cache);
@@ -276,12 +289,16 @@ TEST(WireTest, PreemptionArgsBothFormsAndResult) {
   ASSERT_TRUE(m.ok()) << m.status();
   ASSERT_EQ(m->victims.size(), 1u);
   EXPECT_EQ(m->victims[0].second.pod_uids, (std::vector<std::string>{"u1", "u2"}));
-  EXPECT_EQ(Json::parse(SerializePreemptionResult(m->victims)),
-            Json::parse(R"({"NodeNameToMetaVictims":{"n2":{"Pods":[{"UID":"u1"},{"UID":"u2"}],"NumPDBViolations":0}}})"));
+  EXPECT_EQ(
+      Json::parse(SerializePreemptionResult(m->victims)),
+      Json::parse(
+          R"({"NodeNameToMetaVictims":{"n2":{"Pods":[{"UID":"u1"},{"UID":"u2"}],"NumPDBViolations":0}}})"));
   EXPECT_FALSE(ParsePreemptionArgs(R"({"NodeNameToMetaVictims":{}})", "nvidia.com/gpu").ok());
   EXPECT_FALSE(ParsePreemptionArgs(R"({"Pod":{},"NodeNameToMetaVictims":{"n":{"Pods":[{}]}}})",
-                                   "nvidia.com/gpu").ok());
-  EXPECT_FALSE(ParsePreemptionArgs(R"({"Pod":{},"NodeNameToMetaVictims":[]})", "nvidia.com/gpu").ok());
+                                   "nvidia.com/gpu")
+                   .ok());
+  EXPECT_FALSE(
+      ParsePreemptionArgs(R"({"Pod":{},"NodeNameToMetaVictims":[]})", "nvidia.com/gpu").ok());
 }
 
 TEST(WireTest, JsonStringEscaping) {

@@ -1,16 +1,15 @@
-// Fuzz target: the extender's request path. The first byte picks the verb (filter, prioritize, bind,
-// preempt, or an unknown one); the rest is the HTTP body, handled by the same Service the HTTP server
-// calls, against a fixed view of two racks with one admitted gang. Every answer must be an HTTP code
-// the extender documents (200, 400 for a bad body, 404 for an unknown verb) with a JSON body, and
-// never a crash.
+// Fuzz target: the extender's request path. The first byte picks the verb (filter, prioritize,
+// bind, preempt, or an unknown one); the rest is the HTTP body, handled by the same Service the
+// HTTP server calls, against a fixed view of two racks with one admitted gang. Every answer must be
+// an HTTP code the extender documents (200, 400 for a bad body, 404 for an unknown verb) with a
+// JSON body, and never a crash.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kube/fake_client.h"
 #include "scheduler-plugin/cluster_cache.h"
@@ -30,8 +29,8 @@ struct Fixture {
     jobs = {ext::testing::MakeJob("ml", "g", 4, {"r000-n00", "r000-n01"}, "rack-0")};
     ext::ViewOptions vo;
     vo.spares_per_domain = 1;
-    views = std::make_unique<ext::StaticViewSource>(
-        ext::BuildView(ext::testing::Ptrs(nodes), ext::testing::Ptrs(pods), ext::testing::Ptrs(jobs), vo));
+    views = std::make_unique<ext::StaticViewSource>(ext::BuildView(
+        ext::testing::Ptrs(nodes), ext::testing::Ptrs(pods), ext::testing::Ptrs(jobs), vo));
     ext::ExtenderOptions eo;
     eo.spares_per_domain = 1;
     auto e = ext::Extender::Create(eo);

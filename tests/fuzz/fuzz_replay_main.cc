@@ -1,6 +1,6 @@
 // Standalone driver for the fuzz targets when they are not built with libFuzzer: runs
-// LLVMFuzzerTestOneInput once over every file named on the command line (directories are walked), so
-// the seed corpora run as ordinary regression tests under any compiler and sanitizer.
+// LLVMFuzzerTestOneInput once over every file named on the command line (directories are walked),
+// so the seed corpora run as ordinary regression tests under any compiler and sanitizer.
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -19,7 +19,8 @@ int RunFile(const std::filesystem::path& path) {
     std::fprintf(stderr, "cannot read %s\n", path.c_str());
     return 1;
   }
-  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
   LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   return 0;
 }

@@ -4,17 +4,16 @@
 // state dir (NVL72_CLUSTER_STATE) and the script (NVL72_LOCAL_CLUSTER, default
 // <source>/scripts/local-cluster). Every test works in its own namespace and cleans up.
 #include <gtest/gtest.h>
-
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+#include <httplib.h>
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/ecdsa.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -26,10 +25,8 @@
 #include <random>
 #include <set>
 #include <sstream>
-#include <vector>
 #include <thread>
-
-#include <httplib.h>
+#include <vector>
 
 #include "common/eventually_for_test.h"
 #include "kube/client.h"
@@ -158,7 +155,8 @@ TEST_F(KubeIntegrationTest, ConfigMapCrudPatchesAndErrors) {
   ASSERT_TRUE(list.ok());
   ASSERT_EQ(list->items.size(), 1u);
   EXPECT_FALSE(list->resource_version.empty());
-  auto by_field = client_->List(kConfigMaps, ns_, ListOptions{.field_selector = "metadata.name=unlabelled"});
+  auto by_field =
+      client_->List(kConfigMaps, ns_, ListOptions{.field_selector = "metadata.name=unlabelled"});
   ASSERT_TRUE(by_field.ok());
   EXPECT_EQ(by_field->items.size(), 1u);
 
@@ -177,16 +175,20 @@ TEST_F(KubeIntegrationTest, ConfigMapCrudPatchesAndErrors) {
                               Json::parse(R"([{"op":"replace","path":"/data/m","value":"2"}])"));
   ASSERT_TRUE(jsonp.ok()) << jsonp.status();
   EXPECT_EQ((*jsonp)["data"]["m"], "2");
-  auto smp = client_->Patch(kConfigMaps, ns_, "a", PatchType::kStrategicMerge, {{"data", {{"s", "1"}}}});
+  auto smp =
+      client_->Patch(kConfigMaps, ns_, "a", PatchType::kStrategicMerge, {{"data", {{"s", "1"}}}});
   ASSERT_TRUE(smp.ok()) << smp.status();
   auto applied = client_->Patch(kConfigMaps, ns_, "applied", PatchType::kApply,
-                                {{"apiVersion", "v1"}, {"kind", "ConfigMap"},
-                                 {"metadata", {{"name", "applied"}}}, {"data", {{"x", "1"}}}},
+                                {{"apiVersion", "v1"},
+                                 {"kind", "ConfigMap"},
+                                 {"metadata", {{"name", "applied"}}},
+                                 {"data", {{"x", "1"}}}},
                                 PatchOptions{.field_manager = "kube-it", .force = true});
   ASSERT_TRUE(applied.ok()) << applied.status();
   EXPECT_EQ((*applied)["data"]["x"], "1");
-  Status bad_patch = client_->Patch(kConfigMaps, ns_, "a", PatchType::kJson,
-                                    Json::parse(R"([{"op":"test","path":"/data/m","value":"no"}])"))
+  Status bad_patch = client_
+                         ->Patch(kConfigMaps, ns_, "a", PatchType::kJson,
+                                 Json::parse(R"([{"op":"test","path":"/data/m","value":"no"}])"))
                          .status();
   EXPECT_FALSE(bad_patch.ok());
   EXPECT_FALSE(bad_patch.IsRetryable()) << bad_patch;
@@ -208,11 +210,14 @@ TEST_F(KubeIntegrationTest, ConflictResolvedByReReadAndRetry) {
   // Two writers increment the same counter concurrently; every increment must land.
   auto worker = [&](Client* c) {
     for (int i = 0; i < 10; ++i) {
-      auto r = UpdateWithRetry(*c, kConfigMaps, ns_, "counter", [](Json& obj) {
-        int v = std::stoi(obj["data"]["k"].get<std::string>());
-        obj["data"]["k"] = std::to_string(v + 1);
-        return true;
-      }, 50);
+      auto r = UpdateWithRetry(
+          *c, kConfigMaps, ns_, "counter",
+          [](Json& obj) {
+            int v = std::stoi(obj["data"]["k"].get<std::string>());
+            obj["data"]["k"] = std::to_string(v + 1);
+            return true;
+          },
+          50);
       EXPECT_TRUE(r.ok()) << r.status();
     }
   };
@@ -239,21 +244,28 @@ TEST_F(KubeIntegrationTest, CustomResourceCrudWithStatusSubresource) {
           "status": {"type": "object", "properties": {"phase": {"type": "string"}}}}}}}]}})");
   auto created_crd = client_->Create(kCustomResourceDefinitions, "", crd);
   ASSERT_TRUE(created_crd.ok() || IsAlreadyExists(created_crd.status())) << created_crd.status();
-  ASSERT_TRUE(Eventually([&] {
-    auto got = client_->Get(kCustomResourceDefinitions, "", crd_name);
-    if (!got.ok()) return false;
-    for (const Json& c : AtPath(*got, "/status/conditions")) {
-      if (c.value("type", "") == "Established" && c.value("status", "") == "True") return true;
-    }
-    return false;
-  }, 30s));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto got = client_->Get(kCustomResourceDefinitions, "", crd_name);
+        if (!got.ok()) return false;
+        for (const Json& c : AtPath(*got, "/status/conditions")) {
+          if (c.value("type", "") == "Established" && c.value("status", "") == "True") return true;
+        }
+        return false;
+      },
+      30s));
   // Discovery of a new CRD can lag its Established condition by a moment.
   StatusOr<Json> w = Status(StatusCode::kUnavailable, "not tried");
-  ASSERT_TRUE(Eventually([&] {
-    w = client_->Create(kWidgets, ns_, {{"metadata", {{"name", "w1"}}}, {"spec", {{"size", 3}}},
-                                        {"status", {{"phase", "ignored"}}}});
-    return w.ok();
-  }, 30s)) << w.status();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        w = client_->Create(kWidgets, ns_,
+                            {{"metadata", {{"name", "w1"}}},
+                             {"spec", {{"size", 3}}},
+                             {"status", {{"phase", "ignored"}}}});
+        return w.ok();
+      },
+      30s))
+      << w.status();
   EXPECT_EQ((*w)["kind"], "Widget");
   EXPECT_FALSE(w->contains("status"));  // status is ignored on create with the subresource
   EXPECT_EQ(Generation(*w), 1);
@@ -266,8 +278,8 @@ TEST_F(KubeIntegrationTest, CustomResourceCrudWithStatusSubresource) {
   auto spec = client_->Patch(kWidgets, ns_, "w1", PatchType::kMerge, {{"spec", {{"size", 4}}}});
   ASSERT_TRUE(spec.ok()) << spec.status();
   EXPECT_EQ(Generation(*spec), 2);
-  auto sp = client_->Patch(kWidgets, ns_, "w1", PatchType::kMerge, {{"status", {{"phase", "Done"}}}},
-                           {}, "status");
+  auto sp = client_->Patch(kWidgets, ns_, "w1", PatchType::kMerge,
+                           {{"status", {{"phase", "Done"}}}}, {}, "status");
   ASSERT_TRUE(sp.ok()) << sp.status();
   EXPECT_EQ((*sp)["status"]["phase"], "Done");
   auto list = client_->List(kWidgets, ns_);
@@ -290,13 +302,16 @@ TEST_F(KubeIntegrationTest, WatchSeesEveryChangeInOrder) {
     WatchOptions o;
     o.label_selector = kItSelector;  // not kube-controller-manager's kube-root-ca.crt
     o.resource_version = start->resource_version;
-    watch_status = watcher->Watch(kConfigMaps, ns_, o, [&](WatchEvent&& ev) {
-      if (ev.type == WatchEventType::kBookmark) return true;
-      std::lock_guard<std::mutex> l(mu);
-      seen.push_back(std::string(WatchEventTypeName(ev.type)) + " " + Name(ev.object) + " " +
-                     ResourceVersion(ev.object));
-      return true;
-    }, stop.get_token());
+    watch_status = watcher->Watch(
+        kConfigMaps, ns_, o,
+        [&](WatchEvent&& ev) {
+          if (ev.type == WatchEventType::kBookmark) return true;
+          std::lock_guard<std::mutex> l(mu);
+          seen.push_back(std::string(WatchEventTypeName(ev.type)) + " " + Name(ev.object) + " " +
+                         ResourceVersion(ev.object));
+          return true;
+        },
+        stop.get_token());
   });
   std::vector<std::string> expected;
   for (int i = 0; i < 15; ++i) {
@@ -307,7 +322,8 @@ TEST_F(KubeIntegrationTest, WatchSeesEveryChangeInOrder) {
       r = client_->Create(kConfigMaps, ns_, ConfigMap(name));
       type = "ADDED";
     } else if (i < 10) {
-      r = client_->Patch(kConfigMaps, ns_, name, PatchType::kMerge, {{"data", {{"k", std::to_string(i)}}}});
+      r = client_->Patch(kConfigMaps, ns_, name, PatchType::kMerge,
+                         {{"data", {{"k", std::to_string(i)}}}});
       type = "MODIFIED";
     } else {
       Status d = client_->Delete(kConfigMaps, ns_, name);
@@ -318,10 +334,12 @@ TEST_F(KubeIntegrationTest, WatchSeesEveryChangeInOrder) {
     ASSERT_TRUE(r.ok()) << r.status();
     expected.push_back(type + " " + name + " " + ResourceVersion(*r));
   }
-  ASSERT_TRUE(Eventually([&] {
-    std::lock_guard<std::mutex> l(mu);
-    return seen.size() >= expected.size();
-  }, 20s));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        std::lock_guard<std::mutex> l(mu);
+        return seen.size() >= expected.size();
+      },
+      20s));
   stop.request_stop();
   t.join();
   EXPECT_EQ(watch_status.code(), StatusCode::kCancelled) << watch_status;
@@ -338,22 +356,46 @@ TEST_F(KubeIntegrationTest, WatchSeesEveryChangeInOrder) {
 class StaleFirstWatchClient : public Client {
  public:
   explicit StaleFirstWatchClient(Client* real) : real_(real) {}
-  StatusOr<Json> Get(const ResourceRef& r, std::string_view ns, std::string_view n) override { return real_->Get(r, ns, n); }
-  StatusOr<ListResult> List(const ResourceRef& r, std::string_view ns, const ListOptions& o) override { return real_->List(r, ns, o); }
-  StatusOr<Json> Create(const ResourceRef& r, std::string_view ns, const Json& obj, const WriteOptions& o) override { return real_->Create(r, ns, obj, o); }
-  StatusOr<Json> Update(const ResourceRef& r, std::string_view ns, const Json& obj, const WriteOptions& o) override { return real_->Update(r, ns, obj, o); }
-  StatusOr<Json> UpdateStatus(const ResourceRef& r, std::string_view ns, const Json& obj, const WriteOptions& o) override { return real_->UpdateStatus(r, ns, obj, o); }
-  StatusOr<Json> Patch(const ResourceRef& r, std::string_view ns, std::string_view n, PatchType t, const Json& p,
-                       const PatchOptions& o, std::string_view sub) override { return real_->Patch(r, ns, n, t, p, o, sub); }
-  Status Delete(const ResourceRef& r, std::string_view ns, std::string_view n, const DeleteOptions& o) override { return real_->Delete(r, ns, n, o); }
-  Status Watch(const ResourceRef& r, std::string_view ns, const WatchOptions& o, const WatchHandler& h,
-               std::stop_token stop) override {
+  StatusOr<Json> Get(const ResourceRef& r, std::string_view ns, std::string_view n) override {
+    return real_->Get(r, ns, n);
+  }
+  StatusOr<ListResult> List(const ResourceRef& r, std::string_view ns,
+                            const ListOptions& o) override {
+    return real_->List(r, ns, o);
+  }
+  StatusOr<Json> Create(const ResourceRef& r, std::string_view ns, const Json& obj,
+                        const WriteOptions& o) override {
+    return real_->Create(r, ns, obj, o);
+  }
+  StatusOr<Json> Update(const ResourceRef& r, std::string_view ns, const Json& obj,
+                        const WriteOptions& o) override {
+    return real_->Update(r, ns, obj, o);
+  }
+  StatusOr<Json> UpdateStatus(const ResourceRef& r, std::string_view ns, const Json& obj,
+                              const WriteOptions& o) override {
+    return real_->UpdateStatus(r, ns, obj, o);
+  }
+  StatusOr<Json> Patch(const ResourceRef& r, std::string_view ns, std::string_view n, PatchType t,
+                       const Json& p, const PatchOptions& o, std::string_view sub) override {
+    return real_->Patch(r, ns, n, t, p, o, sub);
+  }
+  Status Delete(const ResourceRef& r, std::string_view ns, std::string_view n,
+                const DeleteOptions& o) override {
+    return real_->Delete(r, ns, n, o);
+  }
+  Status Watch(const ResourceRef& r, std::string_view ns, const WatchOptions& o,
+               const WatchHandler& h, std::stop_token stop) override {
     WatchOptions copy = o;
     if (!forced_.exchange(true)) copy.resource_version = "1";
     return real_->Watch(r, ns, copy, h, stop);
   }
-  Status Bind(std::string_view ns, std::string_view p, std::string_view u, std::string_view n) override { return real_->Bind(ns, p, u, n); }
-  Status Evict(std::string_view ns, std::string_view p, const DeleteOptions& o) override { return real_->Evict(ns, p, o); }
+  Status Bind(std::string_view ns, std::string_view p, std::string_view u,
+              std::string_view n) override {
+    return real_->Bind(ns, p, u, n);
+  }
+  Status Evict(std::string_view ns, std::string_view p, const DeleteOptions& o) override {
+    return real_->Evict(ns, p, o);
+  }
 
  private:
   Client* real_;
@@ -371,9 +413,11 @@ void CompactEtcd() {
   auto range = etcd.Post("/v3/kv/range", R"({"key":"YQ=="})", "application/json");
   ASSERT_TRUE(range && range->status == 200) << "etcd range failed";
   const auto revision = Json::parse(range->body)["header"]["revision"].get<std::string>();
-  auto compact = etcd.Post("/v3/kv/compaction", R"({"revision":")" + revision + R"(","physical":true})",
-                           "application/json");
-  ASSERT_TRUE(compact && compact->status == 200) << "etcd compaction failed: " << (compact ? compact->body : "");
+  auto compact =
+      etcd.Post("/v3/kv/compaction", R"({"revision":")" + revision + R"(","physical":true})",
+                "application/json");
+  ASSERT_TRUE(compact && compact->status == 200)
+      << "etcd compaction failed: " << (compact ? compact->body : "");
 }
 
 TEST_F(KubeIntegrationTest, WatchFromExpiredResourceVersionIsGoneAndInformerRelists) {
@@ -435,10 +479,13 @@ TEST_F(KubeIntegrationTest, InformerSurvivesApiserverRestartWithoutLosingEvents)
   ASSERT_EQ(cfg->server, config_.server) << "restart-apiserver moved the API server";
   for (int i = 0; i < 10; ++i) {
     StatusOr<Json> r = Status(StatusCode::kUnavailable, "");
-    ASSERT_TRUE(Eventually([&] {
-      r = client_->Create(kConfigMaps, ns_, ConfigMap("after" + std::to_string(i)));
-      return r.ok() || IsAlreadyExists(r.status());
-    }, 60s)) << r.status();
+    ASSERT_TRUE(Eventually(
+        [&] {
+          r = client_->Create(kConfigMaps, ns_, ConfigMap("after" + std::to_string(i)));
+          return r.ok() || IsAlreadyExists(r.status());
+        },
+        60s))
+        << r.status();
   }
   ASSERT_TRUE(client_->Delete(kConfigMaps, ns_, "before0").ok());
   ASSERT_TRUE(Eventually([&] { return CacheEqualsList(inf, kConfigMaps); }, 60s));
@@ -447,10 +494,11 @@ TEST_F(KubeIntegrationTest, InformerSurvivesApiserverRestartWithoutLosingEvents)
   EXPECT_EQ(deletes.load(), 1);
   auto st = inf.Stats();
   EXPECT_GE(st.watch_restarts, 1);
-  std::printf("informer after restart: lists=%lld relists=%lld watch_restarts=%lld errors=%lld gone=%lld\n",
-              static_cast<long long>(st.lists), static_cast<long long>(st.relists),
-              static_cast<long long>(st.watch_restarts), static_cast<long long>(st.watch_errors),
-              static_cast<long long>(st.gone));
+  std::printf(
+      "informer after restart: lists=%lld relists=%lld watch_restarts=%lld errors=%lld gone=%lld\n",
+      static_cast<long long>(st.lists), static_cast<long long>(st.relists),
+      static_cast<long long>(st.watch_restarts), static_cast<long long>(st.watch_errors),
+      static_cast<long long>(st.gone));
 }
 
 TEST_F(KubeIntegrationTest, LeaseContentionFailover) {
@@ -611,7 +659,8 @@ std::string MintServiceAccountToken(const std::string& key_file, const Json& cla
   size_t len = 0;
   std::string sig;
   if (EVP_DigestSignInit(ctx, nullptr, EVP_sha256(), nullptr, key) == 1 &&
-      EVP_DigestSign(ctx, nullptr, &len, reinterpret_cast<const unsigned char*>(signing_input.data()),
+      EVP_DigestSign(ctx, nullptr, &len,
+                     reinterpret_cast<const unsigned char*>(signing_input.data()),
                      signing_input.size()) == 1) {
     sig.resize(len);
     if (EVP_DigestSign(ctx, reinterpret_cast<unsigned char*>(sig.data()), &len,
@@ -624,13 +673,16 @@ std::string MintServiceAccountToken(const std::string& key_file, const Json& cla
   }
   EVP_MD_CTX_free(ctx);
   EVP_PKEY_free(key);
-  if (ec && !sig.empty()) {  // OpenSSL writes ECDSA signatures in DER; JWS wants r || s, 32 bytes each
+  if (ec &&
+      !sig.empty()) {  // OpenSSL writes ECDSA signatures in DER; JWS wants r || s, 32 bytes each
     const unsigned char* der = reinterpret_cast<const unsigned char*>(sig.data());
     ECDSA_SIG* es = d2i_ECDSA_SIG(nullptr, &der, static_cast<long>(sig.size()));
     std::string raw(64, '\0');
     const bool ok = es != nullptr &&
-                    BN_bn2binpad(ECDSA_SIG_get0_r(es), reinterpret_cast<unsigned char*>(raw.data()), 32) == 32 &&
-                    BN_bn2binpad(ECDSA_SIG_get0_s(es), reinterpret_cast<unsigned char*>(raw.data()) + 32, 32) == 32;
+                    BN_bn2binpad(ECDSA_SIG_get0_r(es), reinterpret_cast<unsigned char*>(raw.data()),
+                                 32) == 32 &&
+                    BN_bn2binpad(ECDSA_SIG_get0_s(es),
+                                 reinterpret_cast<unsigned char*>(raw.data()) + 32, 32) == 32;
     ECDSA_SIG_free(es);
     sig = ok ? raw : "";
   }
@@ -641,14 +693,16 @@ std::string MintServiceAccountToken(const std::string& key_file, const Json& cla
 // to the account: deleting the account revokes it.
 Json ServiceAccountClaims(const std::string& ns, const std::string& name, const std::string& uid,
                           int64_t iat, int64_t exp) {
-  const std::string issuer = "https://kubernetes.default.svc.cluster.local";  // scripts/local-cluster
-  return Json{{"iss", issuer},
-              {"aud", Json::array({issuer})},
-              {"sub", "system:serviceaccount:" + ns + ":" + name},
-              {"iat", iat},
-              {"nbf", iat},
-              {"exp", exp},
-              {"kubernetes.io", {{"namespace", ns}, {"serviceaccount", {{"name", name}, {"uid", uid}}}}}};
+  const std::string issuer =
+      "https://kubernetes.default.svc.cluster.local";  // scripts/local-cluster
+  return Json{
+      {"iss", issuer},
+      {"aud", Json::array({issuer})},
+      {"sub", "system:serviceaccount:" + ns + ":" + name},
+      {"iat", iat},
+      {"nbf", iat},
+      {"exp", exp},
+      {"kubernetes.io", {{"namespace", ns}, {"serviceaccount", {{"name", name}, {"uid", uid}}}}}};
 }
 
 // An expired token: the same service-account token is accepted while valid (the account has no
@@ -661,7 +715,9 @@ TEST_F(KubeIntegrationTest, ExpiredServiceAccountTokenIsUnauthorized) {
       ResourceRef::Custom("", "v1", "serviceaccounts", "ServiceAccount", true);
   auto sa = client_->Create(service_accounts, ns_, {{"metadata", {{"name", "expiring"}}}});
   ASSERT_TRUE(sa.ok()) << sa.status();
-  auto claims = [&](int64_t iat, int64_t exp) { return ServiceAccountClaims(ns_, "expiring", Uid(*sa), iat, exp); };
+  auto claims = [&](int64_t iat, int64_t exp) {
+    return ServiceAccountClaims(ns_, "expiring", Uid(*sa), iat, exp);
+  };
   const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
@@ -683,13 +739,15 @@ TEST_F(KubeIntegrationTest, ExpiredServiceAccountTokenIsUnauthorized) {
 }
 
 // A token revoked while an informer runs on it (its ServiceAccount deleted): the next list/watch
-// gets 401, on_error reports it with what it means, the informer keeps retrying with its last cache.
+// gets 401, on_error reports it with what it means, the informer keeps retrying with its last
+// cache.
 TEST_F(KubeIntegrationTest, TokenRevokedWhileAnInformerRunsIsReportedAndTheCacheKept) {
   const std::string state = Env("NVL72_CLUSTER_STATE");
   ASSERT_FALSE(state.empty()) << "NVL72_CLUSTER_STATE is not set (source $STATE/env)";
   const ResourceRef service_accounts =
       ResourceRef::Custom("", "v1", "serviceaccounts", "ServiceAccount", true);
-  const ResourceRef roles = ResourceRef::Custom("rbac.authorization.k8s.io", "v1", "roles", "Role", true);
+  const ResourceRef roles =
+      ResourceRef::Custom("rbac.authorization.k8s.io", "v1", "roles", "Role", true);
   const ResourceRef bindings =
       ResourceRef::Custom("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", true);
   auto sa = client_->Create(service_accounts, ns_, {{"metadata", {{"name", "watcher"}}}});
@@ -704,10 +762,15 @@ TEST_F(KubeIntegrationTest, TokenRevokedWhileAnInformerRunsIsReportedAndTheCache
   auto binding = client_->Create(
       bindings, ns_,
       {{"metadata", {{"name", "watcher"}}},
-       {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", "watch-configmaps"}}},
-       {"subjects", Json::array({{{"kind", "ServiceAccount"}, {"name", "watcher"}, {"namespace", ns_}}})}});
+       {"roleRef",
+        {{"apiGroup", "rbac.authorization.k8s.io"},
+         {"kind", "Role"},
+         {"name", "watch-configmaps"}}},
+       {"subjects",
+        Json::array({{{"kind", "ServiceAccount"}, {"name", "watcher"}, {"namespace", ns_}}})}});
   ASSERT_TRUE(binding.ok()) << binding.status();
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(client_->Create(kConfigMaps, ns_, ConfigMap("cm" + std::to_string(i))).ok());
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(client_->Create(kConfigMaps, ns_, ConfigMap("cm" + std::to_string(i))).ok());
 
   const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
                           std::chrono::system_clock::now().time_since_epoch())
@@ -757,10 +820,12 @@ TEST_F(KubeIntegrationTest, TokenRevokedWhileAnInformerRunsIsReportedAndTheCache
   ASSERT_FALSE(first.empty()) << "no failure reported within 30 s of the revocation";
   // The API server caches a token's successful authentication for up to 10 s.
   std::printf("first failure %.1f s after the revocation: %s\n",
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - revoked).count(), first.c_str());
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - revoked).count(),
+              first.c_str());
   EXPECT_NE(first.find("UNAUTHENTICATED"), std::string::npos) << first;
   EXPECT_NE(first.find("token expired or revoked"), std::string::npos) << first;
-  EXPECT_EQ(first.find(token.substr(token.size() - 20)), std::string::npos) << "the token is in the message";
+  EXPECT_EQ(first.find(token.substr(token.size() - 20)), std::string::npos)
+      << "the token is in the message";
   // The cache keeps its last state while the informer retries.
   ASSERT_TRUE(client_->Create(kConfigMaps, ns_, ConfigMap("after")).ok());
   std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -773,8 +838,9 @@ TEST_F(KubeIntegrationTest, BindEvictAndEvents) {
   const std::string node = "kube-it-node-" + RandomSuffix();
   ASSERT_TRUE(client_->Create(kNodes, "", {{"metadata", {{"name", node}}}}).ok());
   Json pod = {{"metadata", {{"name", "p"}}},
-              {"spec", {{"schedulerName", "kube-it-nobody"},
-                        {"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
+              {"spec",
+               {{"schedulerName", "kube-it-nobody"},
+                {"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
   auto created = client_->Create(kPods, ns_, pod);
   ASSERT_TRUE(created.ok()) << created.status();
   ASSERT_TRUE(client_->Bind(ns_, "p", Uid(*created), node).ok());
@@ -824,8 +890,9 @@ TEST_F(KubeIntegrationTest, BadInputGivesClearErrors) {
   // Wrong CA: a freshly generated self-signed certificate.
   char dir[] = "/tmp/nvl72-kube-it-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
-  std::string cmd = std::string("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=wrong-ca ") +
-                    "-keyout " + dir + "/k.pem -out " + dir + "/ca.pem >/dev/null 2>&1";
+  std::string cmd =
+      std::string("openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=wrong-ca ") +
+      "-keyout " + dir + "/k.pem -out " + dir + "/ca.pem >/dev/null 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   Config wrong_ca = config_;
   wrong_ca.ca_data.clear();

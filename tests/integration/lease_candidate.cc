@@ -49,7 +49,9 @@ int main(int argc, char** argv) {
     std::rename(tmp.c_str(), leading_file.c_str());  // appears whole
     std::fprintf(stderr, "lease_candidate %s: leading\n", identity.c_str());
   };
-  c.on_stopped_leading = [&] { std::fprintf(stderr, "lease_candidate %s: stopped leading\n", identity.c_str()); };
+  c.on_stopped_leading = [&] {
+    std::fprintf(stderr, "lease_candidate %s: stopped leading\n", identity.c_str());
+  };
   nvl72::kube::LeaderElector elector(client->get(), nvl72::kube::RealClock(), c);
   std::stop_source never;
   const auto status = elector.Run(never.get_token());
