@@ -86,6 +86,24 @@ class ConstraintsTest : public test_fixtures::OperatorFixture {
     return out;
   }
 
+  // How many times the operator said `reason`: repeats of one event are a series (count >= 2).
+  int EventCount(const std::string& reason) {
+    int n = 0;
+    for (const auto& e : EventsOf(reason)) {
+      n += e.contains("series") ? e["series"].value("count", 1) : 1;
+    }
+    return n;
+  }
+
+  // The pod creates the fake API server was sent since the last ClearActions.
+  int PodCreates() const {
+    int n = 0;
+    for (const auto& a : fake_.Actions()) {
+      n += a.verb == kube::Verb::kCreate && a.resource == kube::kPods.DisplayName() ? 1 : 0;
+    }
+    return n;
+  }
+
   // A rank pod of the job, as kube-scheduler leaves it when it refuses the pod: unbound,
   // PodScheduled False reason Unschedulable since `since`.
   void Refuse(const std::string& pod, std::chrono::system_clock::time_point since) {
@@ -407,6 +425,25 @@ TEST_F(ConstraintsTest, ARankPodTheApiServerRejectsIsNamedRetriedAndStuckAfterTh
   ASSERT_EQ(delayed_.count("team/rej"), 1u);
   EXPECT_EQ(delayed_["team/rej"], options_.rejected_retry) << "tried again later";
   EXPECT_TRUE(EventsOf("Stuck").empty());
+
+  // Reconciles inside the retry window (status writes, pod and node events wake the job) send no
+  // create and say nothing new; the first one after the window tries again.
+  const int rejected_events = EventCount("PodRejected");
+  fake_.ClearActions();
+  for (int i = 0; i < 3; ++i) {
+    now_ += seconds(5);
+    Enqueue("team/rej");
+    RunUntilQuiet();
+  }
+  EXPECT_EQ(PodCreates(), 0) << "no create inside the retry window";
+  EXPECT_EQ(EventCount("PodRejected"), rejected_events);
+  EXPECT_EQ(Condition("rej", model::kConditionRunning, &reason), "False");
+  EXPECT_EQ(reason, "PodRejected") << "the remembered rejection still names the cause";
+  now_ += options_.rejected_retry;
+  Enqueue("team/rej");
+  RunUntilQuiet();
+  EXPECT_GT(PodCreates(), 0) << "tried again after the retry window";
+  EXPECT_GT(EventCount("PodRejected"), rejected_events);
 
   now_ += seconds(121);
   Enqueue("team/rej");

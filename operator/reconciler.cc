@@ -250,18 +250,43 @@ std::optional<int> Reconciler::PriorityClassValue(const std::string& name) {
 // ---------------------------------------------------------------------------------------------
 // Admission
 
+// A job waiting for admission, with what orders the pass.
+struct Reconciler::Pending {
+  int priority;
+  std::string created;
+  std::string key;
+  const Json* job;
+  model::JobSpec spec;
+};
+
+// What one admission pass found, for its defragmentation plan, the metrics and LastPass().
+struct Reconciler::AdmissionPass {
+  PassStats stats;
+  Status first_error;
+  std::vector<DefragWaitingJob> still_waiting;
+  double longest_wait = 0;
+  std::vector<placement::JobShape> waiting_shapes;  // what stranded capacity is measured against
+};
+
 Status Reconciler::AdmitPending() {
   std::lock_guard<std::mutex> deciding(decide_mu_);
   std::vector<ObjectPtr> jobs;
   model::ClusterState state = BuildState(&jobs);
+  std::vector<Pending> pending = PendingJobs(jobs);
 
-  struct Pending {
-    int priority;
-    std::string created;
-    std::string key;
-    const Json* job;
-    model::JobSpec spec;
-  };
+  AdmissionPass pass;
+  pass.stats.considered = static_cast<int>(pending.size());
+  const auto now = wall_clock_();
+  for (const Pending& p : pending) Admit(state, p, now, &pass);
+  pass.stats.holding = static_cast<int>(state.reservations().size());
+
+  // A Required gang waits although GPUs are free in total: move preemptible jobs, within budget.
+  if (!pass.still_waiting.empty() && options_.defrag.enabled) Defragment(state, jobs, now, &pass);
+  return FinishPass(state, std::move(pass));
+}
+
+// The jobs to admit, in order: priority (desc), then creation time, then key.
+std::vector<Reconciler::Pending> Reconciler::PendingJobs(const std::vector<ObjectPtr>& jobs) {
   std::vector<Pending> pending;
   for (const auto& j : jobs) {
     if (kube::IsBeingDeleted(*j) || model::JobFinished(*j) || !HasFinalizer(*j)) continue;
@@ -277,97 +302,110 @@ Status Reconciler::AdmitPending() {
   std::sort(pending.begin(), pending.end(), [](const Pending& a, const Pending& b) {
     return std::tie(b.priority, a.created, a.key) < std::tie(a.priority, b.created, b.key);
   });
+  return pending;
+}
 
-  PassStats stats;
-  stats.considered = static_cast<int>(pending.size());
-  Status first_error;
-  const auto now = wall_clock_();
-  std::vector<DefragWaitingJob> still_waiting;
-  double longest_wait = 0;
-  std::vector<placement::JobShape> waiting_shapes;  // what stranded capacity is measured against
-  for (auto& p : pending) {
-    const auto t0 = Clock::now();
-    const model::JobVerdict verdict =
-        model::JudgeJob(state, *p.job, p.spec, p.key, p.priority, options_.cluster.gpu_resource);
-    placement::GangDecision d;
-    if (verdict.error.empty()) d = policy_->PlaceGang(state.snapshot(), verdict.request);
-    const double secs = SecondsSince(t0);
-    stats.decision_seconds.push_back(secs);
-    if (metrics_ != nullptr) metrics_->ObserveDecision(secs);
+// Asks the placement core for an all-or-nothing placement of the job (if its own constraints
+// leave it any chance) and commits it, or records why it waits.
+void Reconciler::Admit(model::ClusterState& state, const Pending& p,
+                       std::chrono::system_clock::time_point now, AdmissionPass* pass) {
+  const auto t0 = Clock::now();
+  const model::JobVerdict verdict =
+      model::JudgeJob(state, *p.job, p.spec, p.key, p.priority, options_.cluster.gpu_resource);
+  placement::GangDecision d;
+  if (verdict.error.empty()) d = policy_->PlaceGang(state.snapshot(), verdict.request);
+  const double secs = SecondsSince(t0);
+  pass->stats.decision_seconds.push_back(secs);
+  if (metrics_ != nullptr) metrics_->ObserveDecision(secs);
 
-    if (!d.placed) {
-      d.reason = verdict.error.empty()
-                     ? model::WaitingReason(state.snapshot(), verdict.request, verdict.nodes, d)
-                     : verdict.error;
-      ++stats.waiting;
-      still_waiting.push_back({p.job, &p.spec, p.priority, verdict.request});
-      longest_wait = std::max(longest_wait, AgeSeconds(*p.job, now));
-      waiting_shapes.push_back(
-          {.nodes = p.spec.EffectiveSegmentSize(), .gpus_per_node = p.spec.gpus_per_replica});
-      Json status = kube::AtPath(*p.job, "/status");
-      const bool was_waiting = model::FindCondition(*p.job, model::kConditionAdmitted) != nullptr;
-      if (ApplyWaitingStatus(status, d.reason, kube::Generation(*p.job), now)) {
-        Status s = WriteStatus(*p.job, std::move(status));
-        if (!s.ok() && !kube::IsConflict(s) && !kube::IsNotFound(s) && first_error.ok()) {
-          first_error = s;
-        }
-        if (s.ok() && !was_waiting) Event(*p.job, false, "Waiting", "Admit", d.reason);
-      }
-      continue;
-    }
-    model::JobPlacement placement = model::MakeJobPlacement(
-        state.snapshot(), d.placement, kube::Name(*p.job), p.spec.segment_size);
-    auto committed = Commit(*p.job, placement);
-    if (!committed.ok()) {
-      NVL72_LOG(kWarning).Job(p.key) << "commit of " << p.key << " failed: " << committed.status();
-      if (first_error.ok()) first_error = committed.status();
-      continue;
-    }
-    if (!committed->has_value()) continue;  // job gone or replaced
-    const model::JobPlacement& held = (*committed)->placement;
-    state.Reserve(p.key, p.spec.gpus_per_replica, held);
-    Assume((*committed)->object, p.spec.gpus_per_replica, held);
-    if ((*committed)->written) {
-      ++stats.admitted;
-      if (metrics_ != nullptr) metrics_->CountAdmitted(AgeSeconds(*p.job, now));
-      NVL72_LOG(kInfo).Job(p.key) << "admitted " << p.key << " (" << p.spec.replicas
-                                  << " ranks) in " << JoinDomains(held.domains);
-      Event(*p.job, false, "Admitted", "Admit",
-            "placed " + std::to_string(p.spec.replicas) + " ranks in " + JoinDomains(held.domains));
-    }
-    enqueue_(p.key);
+  if (!d.placed) {
+    d.reason = verdict.error.empty()
+                   ? model::WaitingReason(state.snapshot(), verdict.request, verdict.nodes, d)
+                   : verdict.error;
+    KeepWaiting(p, verdict.request, d.reason, now, pass);
+    return;
   }
-  stats.holding = static_cast<int>(state.reservations().size());
+  CommitAdmission(state, p, d.placement, now, pass);
+}
 
-  // A Required gang waits although GPUs are free in total: move preemptible jobs, within budget.
-  if (!still_waiting.empty() && options_.defrag.enabled) {
-    std::vector<const Json*> job_ptrs;
-    for (const auto& j : jobs) job_ptrs.push_back(j.get());
-    auto decision = defrag_->Run(state, still_waiting, job_ptrs, now);
-    if (!decision.ok()) {
-      if (first_error.ok()) first_error = decision.status();
-    } else if (decision->execute) {
-      stats.defrag_moves = static_cast<int>(decision->moves.size());
-    } else {
-      NVL72_LOG(kDebug) << "no defragmentation: " << decision->reason;
-      if (decision->retry_after && enqueue_after_) {
-        enqueue_after_(kAdmissionKey, *decision->retry_after + std::chrono::milliseconds(100));
-      }
+// The job stays waiting: Admitted=False with `reason` (event Waiting the first time).
+void Reconciler::KeepWaiting(const Pending& p, const placement::GangRequest& request,
+                             const std::string& reason, std::chrono::system_clock::time_point now,
+                             AdmissionPass* pass) {
+  ++pass->stats.waiting;
+  pass->still_waiting.push_back({p.job, &p.spec, p.priority, request});
+  pass->longest_wait = std::max(pass->longest_wait, AgeSeconds(*p.job, now));
+  pass->waiting_shapes.push_back(
+      {.nodes = p.spec.EffectiveSegmentSize(), .gpus_per_node = p.spec.gpus_per_replica});
+  Json status = kube::AtPath(*p.job, "/status");
+  const bool was_waiting = model::FindCondition(*p.job, model::kConditionAdmitted) != nullptr;
+  if (ApplyWaitingStatus(status, reason, kube::Generation(*p.job), now)) {
+    Status s = WriteStatus(*p.job, std::move(status));
+    if (!s.ok() && !kube::IsConflict(s) && !kube::IsNotFound(s) && pass->first_error.ok()) {
+      pass->first_error = s;
+    }
+    if (s.ok() && !was_waiting) Event(*p.job, false, "Waiting", "Admit", reason);
+  }
+}
+
+// Commits the placement, then counts it in the pass's snapshot and in the assumed placements.
+void Reconciler::CommitAdmission(model::ClusterState& state, const Pending& p,
+                                 const placement::GangPlacement& decided,
+                                 std::chrono::system_clock::time_point now, AdmissionPass* pass) {
+  model::JobPlacement placement =
+      model::MakeJobPlacement(state.snapshot(), decided, kube::Name(*p.job), p.spec.segment_size);
+  auto committed = Commit(*p.job, placement);
+  if (!committed.ok()) {
+    NVL72_LOG(kWarning).Job(p.key) << "commit of " << p.key << " failed: " << committed.status();
+    if (pass->first_error.ok()) pass->first_error = committed.status();
+    return;
+  }
+  if (!committed->has_value()) return;  // job gone or replaced
+  const model::JobPlacement& held = (*committed)->placement;
+  state.Reserve(p.key, p.spec.gpus_per_replica, held);
+  Assume((*committed)->object, p.spec.gpus_per_replica, held);
+  if ((*committed)->written) {
+    ++pass->stats.admitted;
+    if (metrics_ != nullptr) metrics_->CountAdmitted(AgeSeconds(*p.job, now));
+    NVL72_LOG(kInfo).Job(p.key) << "admitted " << p.key << " (" << p.spec.replicas << " ranks) in "
+                                << JoinDomains(held.domains);
+    Event(*p.job, false, "Admitted", "Admit",
+          "placed " + std::to_string(p.spec.replicas) + " ranks in " + JoinDomains(held.domains));
+  }
+  enqueue_(p.key);
+}
+
+void Reconciler::Defragment(const model::ClusterState& state, const std::vector<ObjectPtr>& jobs,
+                            std::chrono::system_clock::time_point now, AdmissionPass* pass) {
+  std::vector<const Json*> job_ptrs;
+  for (const auto& j : jobs) job_ptrs.push_back(j.get());
+  auto decision = defrag_->Run(state, pass->still_waiting, job_ptrs, now);
+  if (!decision.ok()) {
+    if (pass->first_error.ok()) pass->first_error = decision.status();
+  } else if (decision->execute) {
+    pass->stats.defrag_moves = static_cast<int>(decision->moves.size());
+  } else {
+    NVL72_LOG(kDebug) << "no defragmentation: " << decision->reason;
+    if (decision->retry_after && enqueue_after_) {
+      enqueue_after_(kAdmissionKey, *decision->retry_after + std::chrono::milliseconds(100));
     }
   }
+}
 
+// Publishes the pass (metrics, LastPass()); returns its first error.
+Status Reconciler::FinishPass(const model::ClusterState& state, AdmissionPass pass) {
   if (metrics_ != nullptr) {
-    metrics_->SetWaiting(stats.waiting, longest_wait);
-    metrics_->SetAdmittedJobs(stats.holding);
+    metrics_->SetWaiting(pass.stats.waiting, pass.longest_wait);
+    metrics_->SetAdmittedJobs(pass.stats.holding);
     metrics_->SetClusterStats(
         state.snapshot(),
-        placement::ComputeStats(state.snapshot(), options_.spares_per_domain, waiting_shapes));
+        placement::ComputeStats(state.snapshot(), options_.spares_per_domain, pass.waiting_shapes));
   }
   {
     std::lock_guard<std::mutex> l(mu_);
-    last_pass_ = std::move(stats);
+    last_pass_ = std::move(pass.stats);
   }
-  return first_error;
+  return pass.first_error;
 }
 
 StatusOr<std::optional<Reconciler::Committed>> Reconciler::Commit(
@@ -488,6 +526,10 @@ Status Reconciler::EnsureObjects(const Json& job, const model::JobSpec& spec,
   std::map<std::string, const Json*> existing;
   for (const auto& p : pods) existing[kube::Name(*p)] = p.get();
 
+  if (auto fresh = FreshRejection(job)) {
+    *rejected = std::move(*fresh);
+    return Status::Ok();
+  }
   Status first_error;
   int created = 0;
   if (existing.size() < placement.ranks.size() || pods.empty()) {
@@ -509,6 +551,7 @@ Status Reconciler::EnsureObjects(const Json& job, const model::JobSpec& spec,
       first_error = r.status();
     }
   }
+  RememberRejection(job, *rejected);
   if (!rejected->empty()) {
     NVL72_LOG(kWarning).Job(kube::KeyOf(job))
         << kube::KeyOf(job) << ": the API server rejects " << *rejected;
@@ -522,6 +565,25 @@ Status Reconciler::EnsureObjects(const Json& job, const model::JobSpec& spec,
           "created " + std::to_string(created) + " rank pods on their planned nodes");
   }
   return first_error;
+}
+
+std::optional<std::string> Reconciler::FreshRejection(const Json& job) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = rejections_.find(kube::KeyOf(job));
+  if (it == rejections_.end() || it->second.uid != kube::Uid(job) ||
+      wall_clock_() - it->second.at >= options_.rejected_retry) {
+    return std::nullopt;
+  }
+  return it->second.message;
+}
+
+void Reconciler::RememberRejection(const Json& job, const std::string& rejected) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (rejected.empty()) {
+    rejections_.erase(kube::KeyOf(job));
+  } else {
+    rejections_[kube::KeyOf(job)] = {kube::Uid(job), rejected, wall_clock_()};
+  }
 }
 
 StatusOr<bool> Reconciler::CheckRefusedRanks(const Json& job, const model::JobPlacement& placement,
@@ -562,31 +624,14 @@ Status Reconciler::DeleteLeftoverRanks(const Json& job, const std::vector<Object
 
 Status Reconciler::ReconcileJob(const std::string& key) {
   ObjectPtr job = store_->Job(key);
-  if (job == nullptr) {
-    bool had;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      had = assumed_.erase(key) > 0;
-    }
-    (void)had;
-    enqueue_(kAdmissionKey);
-    return Status::Ok();
-  }
+  if (job == nullptr) return ForgetJob(key);
   if (kube::IsBeingDeleted(*job)) {
     if (!HasFinalizer(*job)) return Status::Ok();
     return Finalize(*job);
   }
-  const int64_t generation = kube::Generation(*job);
   const auto now = wall_clock_();
   auto spec = model::ParseJobSpec(kube::AtPath(*job, "/spec"));
-  if (!spec.ok()) {
-    Json status = kube::AtPath(*job, "/status");
-    if (ApplyInvalidStatus(status, spec.status().message(), generation, now)) {
-      Event(*job, true, "InvalidSpec", "Validate", spec.status().message());
-      return WriteStatus(*job, std::move(status));
-    }
-    return Status::Ok();  // no retry until the spec changes
-  }
+  if (!spec.ok()) return ReportInvalidSpec(*job, spec.status().message(), now);
   if (!HasFinalizer(*job)) {
     if (model::JobFinished(*job)) return Status::Ok();
     NVL72_RETURN_IF_ERROR(EnsureFinalizer(*job));
@@ -599,90 +644,135 @@ Status Reconciler::ReconcileJob(const std::string& key) {
     enqueue_(kAdmissionKey);
     return DeleteLeftoverRanks(*job, pods);
   }
-  const bool finished = model::JobFinished(*job);
-  if (finished) {
-    // A failed job gives its GPUs back: stop the ranks that still run.
-    if (model::ConditionIsTrue(*job, model::kConditionFailed)) {
-      for (const auto& p : pods) {
-        if (model::PodTerminated(*p) || kube::IsBeingDeleted(*p)) continue;
-        Status s = client_->Delete(kube::kPods, kube::Namespace(*p), kube::Name(*p));
-        if (!s.ok() && !kube::IsNotFound(s)) return s;
-      }
-    }
-    return Status::Ok();
-  }
-  if (auto stored = model::PlacementOf(*job); stored.ok() && stored->has_value()) {
-    // Node health and recovery (operator/recovery.h) on the stored reservation. First on a
-    // snapshot of the job's own rank nodes (O(ranks)); only a job with something to recover pays
-    // for the snapshot of the whole cluster (O(nodes + pods)).
-    RecoveryInput in{.job = job.get(),
-                     .spec = &*spec,
-                     .now = now,
-                     .gpu_resource = options_.cluster.gpu_resource};
-    for (const auto& p : pods) in.pods.push_back(p.get());
-    model::ClusterState local = BuildLocalState(*job, **stored, in.pods);
-    in.state = &local;
-    if (!recovery_->Quiet(in)) {
-      std::lock_guard<std::mutex> deciding(decide_mu_);
-      model::ClusterState state = BuildState(nullptr);
-      std::vector<ObjectPtr> all_pods = store_->Pods();
-      in.state = &state;
-      for (const auto& p : all_pods) in.all_pods.push_back(p.get());
-      auto ended = recovery_->Reconcile(in);
-      if (!ended.ok()) return ended.status();
-      if (*ended) return Status::Ok();
-    }
+  if (model::JobFinished(*job)) return StopFailedRanks(*job, pods);
+  if (auto ended = CheckRecovery(*job, *spec, pods, now); !ended.ok() || *ended) {
+    return ended.ok() ? Status::Ok() : ended.status();
   }
   if (auto released = CheckRefusedRanks(*job, *placement, pods); !released.ok() || *released) {
     return released.ok() ? Status::Ok() : released.status();
   }
   std::string rejected;
   NVL72_RETURN_IF_ERROR(EnsureObjects(*job, *spec, *placement, pods, &rejected));
+  return UpdatePodStatus(key, *job, *placement, pods, rejected, now);
+}
 
-  // Status from the pods, written only when the store shows our placement (else the write would be
-  // based on a stale object and fail the optimistic-concurrency check anyway).
-  auto stored = model::PlacementOf(*job);
+// The job is gone: forget what this process remembers of it; its GPUs may be free.
+Status Reconciler::ForgetJob(const std::string& key) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    assumed_.erase(key);
+    rejections_.erase(key);
+  }
+  enqueue_(kAdmissionKey);
+  return Status::Ok();
+}
+
+Status Reconciler::ReportInvalidSpec(const Json& job, const std::string& message,
+                                     std::chrono::system_clock::time_point now) {
+  Json status = kube::AtPath(job, "/status");
+  if (ApplyInvalidStatus(status, message, kube::Generation(job), now)) {
+    Event(job, true, "InvalidSpec", "Validate", message);
+    return WriteStatus(job, std::move(status));
+  }
+  return Status::Ok();  // no retry until the spec changes
+}
+
+// A finished job holds nothing; a failed one gives its GPUs back: stop the ranks that still run.
+Status Reconciler::StopFailedRanks(const Json& job, const std::vector<ObjectPtr>& pods) {
+  if (!model::ConditionIsTrue(job, model::kConditionFailed)) return Status::Ok();
+  for (const auto& p : pods) {
+    if (model::PodTerminated(*p) || kube::IsBeingDeleted(*p)) continue;
+    Status s = client_->Delete(kube::kPods, kube::Namespace(*p), kube::Name(*p));
+    if (!s.ok() && !kube::IsNotFound(s)) return s;
+  }
+  return Status::Ok();
+}
+
+StatusOr<bool> Reconciler::CheckRecovery(const Json& job, const model::JobSpec& spec,
+                                         const std::vector<ObjectPtr>& pods,
+                                         std::chrono::system_clock::time_point now) {
+  auto stored = model::PlacementOf(job);
+  if (!stored.ok() || !stored->has_value()) return false;
+  // Node health and recovery (operator/recovery.h) on the stored reservation. First on a
+  // snapshot of the job's own rank nodes (O(ranks)); only a job with something to recover pays
+  // for the snapshot of the whole cluster (O(nodes + pods)).
+  RecoveryInput in{
+      .job = &job, .spec = &spec, .now = now, .gpu_resource = options_.cluster.gpu_resource};
+  for (const auto& p : pods) in.pods.push_back(p.get());
+  model::ClusterState local = BuildLocalState(job, **stored, in.pods);
+  in.state = &local;
+  if (recovery_->Quiet(in)) return false;
+  std::lock_guard<std::mutex> deciding(decide_mu_);
+  model::ClusterState state = BuildState(nullptr);
+  std::vector<ObjectPtr> all_pods = store_->Pods();
+  in.state = &state;
+  for (const auto& p : all_pods) in.all_pods.push_back(p.get());
+  return recovery_->Reconcile(in);
+}
+
+// Status from the pods, written only when the store shows our placement (else the write would be
+// based on a stale object and fail the optimistic-concurrency check anyway).
+Status Reconciler::UpdatePodStatus(const std::string& key, const Json& job,
+                                   const model::JobPlacement& placement,
+                                   const std::vector<ObjectPtr>& pods, const std::string& rejected,
+                                   std::chrono::system_clock::time_point now) {
+  auto stored = model::PlacementOf(job);
   if (!stored.ok() || !stored->has_value()) return Status::Ok();
   std::vector<const Json*> pod_ptrs;
   for (const auto& p : pods) pod_ptrs.push_back(p.get());
-  PodSummary summary = SummarizePods(*placement, pod_ptrs);
+  PodSummary summary = SummarizePods(placement, pod_ptrs);
   summary.rejected = rejected;
-  Json status = kube::AtPath(*job, "/status");
+  Json status = kube::AtPath(job, "/status");
   const std::string state_before = status.value("state", "");
-  bool changed = ApplyPlacedStatus(status, *placement, summary, generation, now);
+  bool changed = ApplyPlacedStatus(status, placement, summary, kube::Generation(job), now);
   const std::string state_after = status.value("state", "");
-  // A job moved by defragmentation: its move ends when every rank runs again (or it ends).
+  const std::string_view moved = FinishDefragMove(key, job, status, summary, state_after, now);
+  changed |= !moved.empty();
+  if (!changed) return Status::Ok();
+  NVL72_RETURN_IF_ERROR(WriteStatus(job, std::move(status)));
+  defrag_->MoveFinished(job, moved);
+  ReportProgress(key, job, state_before, state_after, summary.misplaced);
+  return Status::Ok();
+}
+
+// A job moved by defragmentation: its move ends when every rank runs again (or it ends). Returns
+// the move's result written to `status`, "" when none.
+std::string_view Reconciler::FinishDefragMove(const std::string& key, const Json& job, Json& status,
+                                              const PodSummary& summary,
+                                              const std::string& state_after,
+                                              std::chrono::system_clock::time_point now) {
   const std::string_view moved = defrag_->FinishMove(
-      *job, status,
+      job, status,
       state_after == "Succeeded" ||
           (summary.running == summary.ranks && summary.bound == summary.ranks && summary.ranks > 0),
       state_after == "Failed", now);
-  changed |= !moved.empty();
   if (moved.empty() && enqueue_after_) {
     // Still being moved: look again when the move times out (nothing else may wake the job).
-    if (auto left = defrag_->MoveTimeoutIn(*job, now)) {
+    if (auto left = defrag_->MoveTimeoutIn(job, now)) {
       enqueue_after_(key, *left + std::chrono::milliseconds(100));
     }
   }
-  if (!changed) return Status::Ok();
-  NVL72_RETURN_IF_ERROR(WriteStatus(*job, std::move(status)));
-  defrag_->MoveFinished(*job, moved);
+  return moved;
+}
+
+// Events (and requeues) for a status just written: the job's new state, misplaced ranks.
+void Reconciler::ReportProgress(const std::string& key, const Json& job,
+                                const std::string& state_before, const std::string& state_after,
+                                int misplaced) {
   if (state_after != state_before) {
     if (state_after == "Succeeded" || state_after == "Failed") {
       NVL72_LOG(kInfo).Job(key) << key << " " << state_after;
-      Event(*job, state_after == "Failed", state_after, "Complete", "job " + state_after);
+      Event(job, state_after == "Failed", state_after, "Complete", "job " + state_after);
       enqueue_(kAdmissionKey);                     // its GPUs are free again
       if (state_after == "Failed") enqueue_(key);  // stop the remaining ranks
     } else if (state_after == "Running") {
-      Event(*job, false, "Running", "Run", "all ranks running");
+      Event(job, false, "Running", "Run", "all ranks running");
     }
   }
-  if (summary.misplaced > 0) {
-    Event(*job, true, "Misplaced", "Check",
-          std::to_string(summary.misplaced) +
-              " rank pods bound to a node other than the planned one");
+  if (misplaced > 0) {
+    Event(job, true, "Misplaced", "Check",
+          std::to_string(misplaced) + " rank pods bound to a node other than the planned one");
   }
-  return Status::Ok();
 }
 
 }  // namespace nvl72::op

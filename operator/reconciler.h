@@ -26,6 +26,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kube/client.h"
@@ -33,6 +34,7 @@
 #include "model/cluster_state.h"
 #include "model/job_spec.h"
 #include "operator/defrag_executor.h"
+#include "operator/job_objects.h"
 #include "operator/metrics.h"
 #include "operator/object_store.h"
 #include "operator/recovery.h"
@@ -121,6 +123,22 @@ class Reconciler {
                                       const std::vector<const Json*>& pods) const;
   std::optional<int> PriorityClassValue(const std::string& name);
 
+  // AdmitPending's steps (defined in reconciler.cc).
+  struct Pending;
+  struct AdmissionPass;
+  std::vector<Pending> PendingJobs(const std::vector<ObjectPtr>& jobs);
+  void Admit(model::ClusterState& state, const Pending& p,
+             std::chrono::system_clock::time_point now, AdmissionPass* pass);
+  void KeepWaiting(const Pending& p, const placement::GangRequest& request,
+                   const std::string& reason, std::chrono::system_clock::time_point now,
+                   AdmissionPass* pass);
+  void CommitAdmission(model::ClusterState& state, const Pending& p,
+                       const placement::GangPlacement& decided,
+                       std::chrono::system_clock::time_point now, AdmissionPass* pass);
+  void Defragment(const model::ClusterState& state, const std::vector<ObjectPtr>& jobs,
+                  std::chrono::system_clock::time_point now, AdmissionPass* pass);
+  Status FinishPass(const model::ClusterState& state, AdmissionPass pass);
+
   struct Committed {
     bool written = false;           // false: a placement was already stored (adopted)
     model::JobPlacement placement;  // the placement now stored
@@ -134,7 +152,9 @@ class Reconciler {
   Status Finalize(const Json& job);
   // Creates the headless Service and the missing rank pods. A pod the API server rejects for good
   // (400, 403, 422) goes to `*rejected` ("rank pod <name>: <message>"), with an event and a log
-  // line, and is tried again after options_.rejected_retry; other errors are returned.
+  // line, and is tried again after options_.rejected_retry (until then the creates are skipped and
+  // the remembered rejection is returned: no request, event or log line per reconcile); other
+  // errors are returned.
   Status EnsureObjects(const Json& job, const model::JobSpec& spec,
                        const model::JobPlacement& placement, const std::vector<ObjectPtr>& pods,
                        std::string* rejected);
@@ -147,6 +167,26 @@ class Reconciler {
                                    const std::vector<ObjectPtr>& pods);
   // Deletes the rank pods of a job that holds no placement (left by a re-plan).
   Status DeleteLeftoverRanks(const Json& job, const std::vector<ObjectPtr>& pods);
+
+  // ReconcileJob's steps.
+  Status ForgetJob(const std::string& key);
+  // Admitted=False reason InvalidSpec (and an event) when the status changes.
+  Status ReportInvalidSpec(const Json& job, const std::string& message,
+                           std::chrono::system_clock::time_point now);
+  Status StopFailedRanks(const Json& job, const std::vector<ObjectPtr>& pods);
+  // The recovery check. Returns true when recovery ended the reconcile.
+  StatusOr<bool> CheckRecovery(const Json& job, const model::JobSpec& spec,
+                               const std::vector<ObjectPtr>& pods,
+                               std::chrono::system_clock::time_point now);
+  // The conditions derived from the pods (`rejected`: EnsureObjects'), written when they change.
+  Status UpdatePodStatus(const std::string& key, const Json& job,
+                         const model::JobPlacement& placement, const std::vector<ObjectPtr>& pods,
+                         const std::string& rejected, std::chrono::system_clock::time_point now);
+  std::string_view FinishDefragMove(const std::string& key, const Json& job, Json& status,
+                                    const PodSummary& summary, const std::string& state_after,
+                                    std::chrono::system_clock::time_point now);
+  void ReportProgress(const std::string& key, const Json& job, const std::string& state_before,
+                      const std::string& state_after, int misplaced);
   void Event(const Json& obj, bool warning, const std::string& reason, const std::string& action,
              const std::string& note);
 
@@ -171,6 +211,16 @@ class Reconciler {
   std::map<std::string, int> priority_classes_;     // name -> value (values are immutable)
   PassStats last_pass_;
   std::map<std::string, std::string> stuck_reported_;  // job key -> "<reason>@<since>" evented
+  struct Rejection {
+    std::string uid;      // of the job the API server rejected a pod of
+    std::string message;  // "rank pod <name>: <API message>"
+    std::chrono::system_clock::time_point at;
+  };
+  std::map<std::string, Rejection> rejections_;  // job key -> last rejection (guarded by mu_)
+  // The rejection of `job` to report instead of creating its pods again, while it is younger than
+  // options_.rejected_retry; nullopt when the creates should be tried.
+  std::optional<std::string> FreshRejection(const Json& job);
+  void RememberRejection(const Json& job, const std::string& rejected);
 };
 
 }  // namespace nvl72::op
