@@ -99,6 +99,72 @@ int ContainersGpu(const Json& containers, std::string_view resource, bool sum) {
   return total;
 }
 
+struct NodeIn {
+  std::string domain, name;
+  const Json* obj;
+};
+
+// The nodes that take part, with their domain (the domain label, else the fallback label, else
+// "node/<name>" for a GPU node), sorted by domain, then name.
+std::vector<NodeIn> NodesByDomain(const std::vector<const Json*>& nodes,
+                                  const ClusterOptions& options) {
+  std::vector<NodeIn> in;
+  in.reserve(nodes.size());
+  for (const Json* n : nodes) {
+    std::string name = StringAt(Child(*n, "metadata"), "name");
+    if (name.empty()) continue;
+    std::string domain = Label(*n, options.domain_label);
+    if (domain.empty() && !options.domain_label_fallback.empty()) {
+      domain = Label(*n, options.domain_label_fallback);
+    }
+    int gpus = ParseCount(Child(Child(Child(*n, "status"), "allocatable"), options.gpu_resource));
+    if (domain.empty()) {
+      if (gpus <= 0) continue;
+      domain = "node/" + name;
+    }
+    in.push_back({std::move(domain), std::move(name), n});
+  }
+  std::sort(in.begin(), in.end(), [](const NodeIn& a, const NodeIn& b) {
+    return a.domain != b.domain ? a.domain < b.domain : a.name < b.name;
+  });
+  return in;
+}
+
+// The node's Ready condition (NodeHealth::ready_condition, not_ready_since) from its status.
+NodeHealth ReadyHealth(const Json& status) {
+  NodeHealth health;
+  const Json& conds = Child(status, "conditions");
+  if (!conds.is_array()) return health;
+  for (const auto& c : conds) {
+    if (StringAt(c, "type") != "Ready") continue;
+    health.ready_condition = StringAt(c, "status") == "True";
+    if (!health.ready_condition) {
+      health.not_ready_since = ParseRfc3339(StringAt(c, "lastTransitionTime"));
+    }
+  }
+  return health;
+}
+
+// A node whose Ready condition is not True still counts as ready within options.not_ready_grace.
+bool InNotReadyGrace(const NodeHealth& health, const ClusterOptions& options) {
+  return options.not_ready_grace.count() > 0 && health.not_ready_since &&
+         options.now - *health.not_ready_since < options.not_ready_grace;
+}
+
+// NoSchedule/NoExecute taints: `tainted` (new work) and `no_execute_taint` (running ranks).
+void JudgeTaints(const std::vector<Taint>& taints, const std::vector<Toleration>& rank_tolerations,
+                 bool mark_tainted, placement::Node* node, NodeHealth* health) {
+  for (const Taint& t : taints) {
+    if (t.effect != "NoSchedule" && t.effect != "NoExecute") continue;
+    // New work: only the GPU taint is tolerated (a node lifecycle taint comes with a Ready
+    // condition that is not True, and keeps new gangs off as well).
+    if (!Tolerates(rank_tolerations.front(), t)) node->tainted = mark_tainted;
+    bool tolerated = false;
+    for (const Toleration& tol : rank_tolerations) tolerated = tolerated || Tolerates(tol, t);
+    if (!tolerated && t.effect == "NoExecute") health->no_execute_taint = true;
+  }
+}
+
 }  // namespace
 
 int PodGpuRequest(const Json& pod, std::string_view resource) {
@@ -201,90 +267,57 @@ ClusterState ClusterState::BuildFromFacts(const std::vector<const Json*>& nodes,
                                           const std::vector<const Json*>& jobs,
                                           const ClusterOptions& options) {
   ClusterState st;
+  st.AddNodes(nodes, options);
+  st.AddReservations(jobs);
+  st.CountPods(pods, options);
+  return st;
+}
 
-  // ---- nodes, grouped by domain, ordered by name ----
-  struct NodeIn {
-    std::string domain, name;
-    const Json* obj;
-  };
-  std::vector<NodeIn> in;
-  in.reserve(nodes.size());
-  for (const Json* n : nodes) {
-    std::string name = StringAt(Child(*n, "metadata"), "name");
-    if (name.empty()) continue;
-    std::string domain = Label(*n, options.domain_label);
-    if (domain.empty() && !options.domain_label_fallback.empty()) {
-      domain = Label(*n, options.domain_label_fallback);
-    }
-    int gpus = ParseCount(Child(Child(Child(*n, "status"), "allocatable"), options.gpu_resource));
-    if (domain.empty()) {
-      if (gpus <= 0) continue;
-      domain = "node/" + name;
-    }
-    in.push_back({std::move(domain), std::move(name), n});
-  }
-  std::sort(in.begin(), in.end(), [](const NodeIn& a, const NodeIn& b) {
-    return a.domain != b.domain ? a.domain < b.domain : a.name < b.name;
-  });
-
-  auto& snap = st.snapshot_;
-  snap.nodes.reserve(in.size());
-  st.health_.reserve(in.size());
-  st.facts_.reserve(in.size());
+// ---- nodes, grouped by domain, ordered by name ----
+void ClusterState::AddNodes(const std::vector<const Json*>& nodes, const ClusterOptions& options) {
+  const std::vector<NodeIn> in = NodesByDomain(nodes, options);
+  snapshot_.nodes.reserve(in.size());
+  health_.reserve(in.size());
+  facts_.reserve(in.size());
   const std::vector<Toleration> rank_tolerations = RankTolerations(options.gpu_resource);
   for (const auto& n : in) {
-    if (snap.domains.empty() || snap.domains.back().name != n.domain) {
-      snap.domains.push_back({n.domain, {}});
-      st.domain_ids_[n.domain] = static_cast<placement::DomainId>(snap.domains.size() - 1);
+    if (snapshot_.domains.empty() || snapshot_.domains.back().name != n.domain) {
+      snapshot_.domains.push_back({n.domain, {}});
+      domain_ids_[n.domain] = static_cast<placement::DomainId>(snapshot_.domains.size() - 1);
     }
-    placement::Node node;
-    node.name = n.name;
-    node.domain = static_cast<placement::DomainId>(snap.domains.size() - 1);
-    const Json& status = Child(*n.obj, "status");
-    node.gpu_capacity = ParseCount(Child(Child(status, "allocatable"), options.gpu_resource));
-    // The device plugin keeps unhealthy GPUs in capacity and drops them from allocatable.
-    node.degraded =
-        node.gpu_capacity < ParseCount(Child(Child(status, "capacity"), options.gpu_resource));
-    NodeHealth health;
-    const Json& conds = Child(status, "conditions");
-    if (conds.is_array()) {
-      for (const auto& c : conds) {
-        if (StringAt(c, "type") != "Ready") continue;
-        health.ready_condition = StringAt(c, "status") == "True";
-        if (!health.ready_condition) {
-          health.not_ready_since = ParseRfc3339(StringAt(c, "lastTransitionTime"));
-        }
-      }
-    }
-    node.ready = health.ready_condition;
-    if (!node.ready && options.not_ready_grace.count() > 0 && health.not_ready_since &&
-        options.now - *health.not_ready_since < options.not_ready_grace) {
-      node.ready = true;
-    }
-    const Json& spec = Child(*n.obj, "spec");
-    const Json& unsched = Child(spec, "unschedulable");
-    node.cordoned = unsched.is_boolean() && unsched.get<bool>();
-    NodeFacts facts = NodeFactsOf(*n.obj);
-    for (const Taint& t : facts.taints) {
-      if (t.effect != "NoSchedule" && t.effect != "NoExecute") continue;
-      // New work: only the GPU taint is tolerated (a node lifecycle taint comes with a Ready
-      // condition that is not True, and keeps new gangs off as well).
-      if (!Tolerates(rank_tolerations.front(), t)) node.tainted = options.mark_tainted;
-      bool tolerated = false;
-      for (const Toleration& tol : rank_tolerations) tolerated = tolerated || Tolerates(tol, t);
-      if (!tolerated && t.effect == "NoExecute") health.no_execute_taint = true;
-    }
-    if (options.node_facts) st.facts_.push_back(std::move(facts));
-    st.node_ids_[node.name] = static_cast<placement::NodeId>(snap.nodes.size());
-    snap.domains.back().nodes.push_back(static_cast<placement::NodeId>(snap.nodes.size()));
-    snap.nodes.push_back(std::move(node));
-    st.health_.push_back(health);
+    AddNode(n.name, *n.obj, options, rank_tolerations);
   }
-  MarkDegraded(snap);
-  st.reserved_ranks_.assign(snap.nodes.size(), 0);
-  if (options.node_facts) st.usage_.assign(snap.nodes.size(), NodeUsage{});
+  MarkDegraded(snapshot_);
+  reserved_ranks_.assign(snapshot_.nodes.size(), 0);
+  if (options.node_facts) usage_.assign(snapshot_.nodes.size(), NodeUsage{});
+}
 
-  // ---- reservations of admitted jobs ----
+// Adds the node to the last domain of the snapshot.
+void ClusterState::AddNode(const std::string& name, const Json& obj, const ClusterOptions& options,
+                           const std::vector<Toleration>& rank_tolerations) {
+  placement::Node node;
+  node.name = name;
+  node.domain = static_cast<placement::DomainId>(snapshot_.domains.size() - 1);
+  const Json& status = Child(obj, "status");
+  node.gpu_capacity = ParseCount(Child(Child(status, "allocatable"), options.gpu_resource));
+  // The device plugin keeps unhealthy GPUs in capacity and drops them from allocatable.
+  node.degraded =
+      node.gpu_capacity < ParseCount(Child(Child(status, "capacity"), options.gpu_resource));
+  NodeHealth health = ReadyHealth(status);
+  node.ready = health.ready_condition || InNotReadyGrace(health, options);
+  const Json& unsched = Child(Child(obj, "spec"), "unschedulable");
+  node.cordoned = unsched.is_boolean() && unsched.get<bool>();
+  NodeFacts facts = NodeFactsOf(obj);
+  JudgeTaints(facts.taints, rank_tolerations, options.mark_tainted, &node, &health);
+  if (options.node_facts) facts_.push_back(std::move(facts));
+  node_ids_[node.name] = static_cast<placement::NodeId>(snapshot_.nodes.size());
+  snapshot_.domains.back().nodes.push_back(static_cast<placement::NodeId>(snapshot_.nodes.size()));
+  snapshot_.nodes.push_back(std::move(node));
+  health_.push_back(health);
+}
+
+// ---- reservations of admitted jobs ----
+void ClusterState::AddReservations(const std::vector<const Json*>& jobs) {
   for (const Json* j : jobs) {
     if (!HoldsReservation(*j)) continue;
     auto placement = PlacementOf(*j);
@@ -294,17 +327,20 @@ ClusterState ClusterState::BuildFromFacts(const std::vector<const Json*>& nodes,
     int gpus = 4;
     const Json& g = Child(Child(*j, "spec"), "gpusPerReplica");
     if (g.is_number_integer()) gpus = g.get<int>();
-    st.Reserve(key, gpus, **placement);
+    Reserve(key, gpus, **placement);
   }
+}
 
-  // ---- pods ----
+// ---- pods ----
+void ClusterState::CountPods(const std::vector<const PodFacts*>& pods,
+                             const ClusterOptions& options) {
   for (const PodFacts* p : pods) {
     if (p->terminated) continue;
     const bool bound = !p->node_name.empty();
-    if (bound && options.node_facts) st.CountOnNode(*p);
+    if (bound && options.node_facts) CountOnNode(*p);
     const std::string& node_name = bound ? p->node_name : p->nominated;
-    if (!p->job.empty() && !st.reservations_.empty()) {
-      const Reservation* r = st.FindReservation(p->ns + "/" + p->job);
+    if (!p->job.empty() && !reservations_.empty()) {
+      const Reservation* r = FindReservation(p->ns + "/" + p->job);
       if (r != nullptr) {
         const RankAssignment* a = r->placement.FindRank(p->rank);
         // Counted by the reservation: on its planned node, or not bound anywhere yet.
@@ -312,11 +348,10 @@ ClusterState ClusterState::BuildFromFacts(const std::vector<const Json*>& nodes,
       }
     }
     if (node_name.empty()) continue;
-    placement::NodeId id = st.FindNode(node_name);
+    placement::NodeId id = FindNode(node_name);
     if (id == placement::kNoNode) continue;
-    snap.nodes[id].gpu_used += p->gpus;
+    snapshot_.nodes[id].gpu_used += p->gpus;
   }
-  return st;
 }
 
 placement::NodeId ClusterState::FindNode(std::string_view name) const {

@@ -167,6 +167,13 @@ class ClusterState {
   void Release(const std::string& job_key);
 
  private:
+  // BuildFromFacts' steps, in order.
+  void AddNodes(const std::vector<const Json*>& nodes, const ClusterOptions& options);
+  void AddNode(const std::string& name, const Json& obj, const ClusterOptions& options,
+               const std::vector<Toleration>& rank_tolerations);
+  void AddReservations(const std::vector<const Json*>& jobs);
+  // The GPUs of the pods not counted by a reservation, on their node.
+  void CountPods(const std::vector<const PodFacts*>& pods, const ClusterOptions& options);
   void ApplyReservation(const Reservation& r, int sign);
   // Adds a bound pod's requests to its node's usage.
   void CountOnNode(const PodFacts& pod);

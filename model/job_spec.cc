@@ -107,6 +107,133 @@ StatusOr<std::optional<int>> TemplateMasterPort(const Json& tmpl) {
   return port;
 }
 
+// spec.replicas (required, >= 1) and spec.gpusPerReplica (1..limits.max_gpus_per_node).
+Status ReadGangSize(const Json& spec, const SpecLimits& limits, JobSpec* out) {
+  if (!spec.contains("replicas") || spec["replicas"].is_null()) {
+    return FieldError("spec.replicas", "is required");
+  }
+  NVL72_RETURN_IF_ERROR(ReadInt(spec, "replicas", "spec.replicas", &out->replicas));
+  if (out->replicas < 1) {
+    return FieldError("spec.replicas", "must be >= 1 (got " + std::to_string(out->replicas) + ")");
+  }
+  NVL72_RETURN_IF_ERROR(
+      ReadInt(spec, "gpusPerReplica", "spec.gpusPerReplica", &out->gpus_per_replica));
+  if (out->gpus_per_replica < 1 || out->gpus_per_replica > limits.max_gpus_per_node) {
+    return FieldError("spec.gpusPerReplica",
+                      "must be between 1 and " + std::to_string(limits.max_gpus_per_node) +
+                          " (got " + std::to_string(out->gpus_per_replica) + ")");
+  }
+  return Status::Ok();
+}
+
+Status ParseTopologyMode(const std::string& mode, placement::TopologyMode* out) {
+  if (mode == "Required") {
+    *out = placement::TopologyMode::kRequired;
+  } else if (mode == "Preferred") {
+    *out = placement::TopologyMode::kPreferred;
+  } else if (mode == "Unconstrained") {
+    *out = placement::TopologyMode::kUnconstrained;
+  } else {
+    return FieldError("spec.topology.mode",
+                      "must be one of Required, Preferred, Unconstrained (got \"" + mode + "\")");
+  }
+  return Status::Ok();
+}
+
+// spec.topology: mode (default Required) and segmentSize (>= 0, dividing spec.replicas).
+Status ReadTopology(const Json& spec, JobSpec* out) {
+  const Json* topology = nullptr;
+  NVL72_RETURN_IF_ERROR(ReadObject(spec, "topology", "spec.topology", &topology));
+  if (topology == nullptr) return Status::Ok();
+  std::string mode = "Required";
+  NVL72_RETURN_IF_ERROR(ReadString(*topology, "mode", "spec.topology.mode", &mode));
+  NVL72_RETURN_IF_ERROR(ParseTopologyMode(mode, &out->mode));
+  NVL72_RETURN_IF_ERROR(
+      ReadInt(*topology, "segmentSize", "spec.topology.segmentSize", &out->segment_size));
+  if (out->segment_size < 0) {
+    return FieldError("spec.topology.segmentSize", "must be >= 0");
+  }
+  if (out->segment_size > 0 && out->replicas % out->segment_size != 0) {
+    return FieldError("spec.topology.segmentSize", std::to_string(out->segment_size) +
+                                                       " does not divide spec.replicas " +
+                                                       std::to_string(out->replicas));
+  }
+  return Status::Ok();
+}
+
+// A segment, and a Required gang that is not segmented, must fit in one domain.
+Status CheckSegmentFitsDomain(const JobSpec& out, const SpecLimits& limits) {
+  if (out.segment_size > limits.domain_nodes) {
+    return FieldError("spec.topology.segmentSize",
+                      std::to_string(out.segment_size) + " is larger than a domain (" +
+                          std::to_string(limits.domain_nodes) + " nodes)");
+  }
+  if (out.mode == placement::TopologyMode::kRequired &&
+      out.EffectiveSegmentSize() > limits.domain_nodes) {
+    return FieldError("spec.topology.segmentSize",
+                      "a Required gang of " + std::to_string(out.replicas) +
+                          " replicas is larger than a domain (" +
+                          std::to_string(limits.domain_nodes) + " nodes) and must be segmented");
+  }
+  return Status::Ok();
+}
+
+Status ParseRecoveryPolicy(const std::string& policy, RecoveryPolicy* out) {
+  if (policy == "InPlace") {
+    *out = RecoveryPolicy::kInPlace;
+  } else if (policy == "RestartGang") {
+    *out = RecoveryPolicy::kRestartGang;
+  } else if (policy == "None") {
+    *out = RecoveryPolicy::kNone;
+  } else {
+    return FieldError("spec.recovery.policy",
+                      "must be one of InPlace, RestartGang, None (got \"" + policy + "\")");
+  }
+  return Status::Ok();
+}
+
+// spec.recovery: policy (default InPlace), notReadyGraceSeconds, maxRecoveries and
+// waitForDomainSeconds, all >= 0.
+Status ReadRecovery(const Json& spec, RecoverySpec* out) {
+  const Json* recovery = nullptr;
+  NVL72_RETURN_IF_ERROR(ReadObject(spec, "recovery", "spec.recovery", &recovery));
+  if (recovery == nullptr) return Status::Ok();
+  std::string policy = "InPlace";
+  NVL72_RETURN_IF_ERROR(ReadString(*recovery, "policy", "spec.recovery.policy", &policy));
+  NVL72_RETURN_IF_ERROR(ParseRecoveryPolicy(policy, &out->policy));
+  NVL72_RETURN_IF_ERROR(ReadInt(*recovery, "notReadyGraceSeconds",
+                                "spec.recovery.notReadyGraceSeconds",
+                                &out->not_ready_grace_seconds));
+  if (out->not_ready_grace_seconds < 0) {
+    return FieldError("spec.recovery.notReadyGraceSeconds", "must be >= 0");
+  }
+  NVL72_RETURN_IF_ERROR(
+      ReadInt(*recovery, "maxRecoveries", "spec.recovery.maxRecoveries", &out->max_recoveries));
+  if (out->max_recoveries < 0) {
+    return FieldError("spec.recovery.maxRecoveries", "must be >= 0");
+  }
+  if (auto it = recovery->find("waitForDomainSeconds"); it != recovery->end() && !it->is_null()) {
+    int wait = 0;
+    NVL72_RETURN_IF_ERROR(
+        ReadInt(*recovery, "waitForDomainSeconds", "spec.recovery.waitForDomainSeconds", &wait));
+    if (wait < 0) return FieldError("spec.recovery.waitForDomainSeconds", "must be >= 0");
+    out->wait_for_domain_seconds = wait;
+  }
+  return Status::Ok();
+}
+
+// spec.template (required) and the MASTER_PORT its containers set.
+Status ReadTemplate(const Json& spec, JobSpec* out) {
+  const Json* tmpl = nullptr;
+  NVL72_RETURN_IF_ERROR(ReadObject(spec, "template", "spec.template", &tmpl));
+  if (tmpl == nullptr) return FieldError("spec.template", "is required");
+  out->pod_template = *tmpl;
+  auto port = TemplateMasterPort(*tmpl);
+  if (!port.ok()) return port.status();
+  out->master_port = *port;
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string_view RecoveryPolicyName(RecoveryPolicy policy) {
@@ -124,105 +251,12 @@ std::string_view RecoveryPolicyName(RecoveryPolicy policy) {
 StatusOr<JobSpec> ParseJobSpec(const Json& spec, const SpecLimits& limits) {
   if (!spec.is_object()) return FieldError("spec", "must be an object");
   JobSpec out;
-
-  if (!spec.contains("replicas") || spec["replicas"].is_null()) {
-    return FieldError("spec.replicas", "is required");
-  }
-  NVL72_RETURN_IF_ERROR(ReadInt(spec, "replicas", "spec.replicas", &out.replicas));
-  if (out.replicas < 1) {
-    return FieldError("spec.replicas", "must be >= 1 (got " + std::to_string(out.replicas) + ")");
-  }
-  NVL72_RETURN_IF_ERROR(
-      ReadInt(spec, "gpusPerReplica", "spec.gpusPerReplica", &out.gpus_per_replica));
-  if (out.gpus_per_replica < 1 || out.gpus_per_replica > limits.max_gpus_per_node) {
-    return FieldError("spec.gpusPerReplica",
-                      "must be between 1 and " + std::to_string(limits.max_gpus_per_node) +
-                          " (got " + std::to_string(out.gpus_per_replica) + ")");
-  }
-
-  const Json* topology = nullptr;
-  NVL72_RETURN_IF_ERROR(ReadObject(spec, "topology", "spec.topology", &topology));
-  if (topology != nullptr) {
-    std::string mode = "Required";
-    NVL72_RETURN_IF_ERROR(ReadString(*topology, "mode", "spec.topology.mode", &mode));
-    if (mode == "Required") {
-      out.mode = placement::TopologyMode::kRequired;
-    } else if (mode == "Preferred") {
-      out.mode = placement::TopologyMode::kPreferred;
-    } else if (mode == "Unconstrained") {
-      out.mode = placement::TopologyMode::kUnconstrained;
-    } else {
-      return FieldError("spec.topology.mode",
-                        "must be one of Required, Preferred, Unconstrained (got \"" + mode + "\")");
-    }
-    NVL72_RETURN_IF_ERROR(
-        ReadInt(*topology, "segmentSize", "spec.topology.segmentSize", &out.segment_size));
-    if (out.segment_size < 0) {
-      return FieldError("spec.topology.segmentSize", "must be >= 0");
-    }
-    if (out.segment_size > 0 && out.replicas % out.segment_size != 0) {
-      return FieldError("spec.topology.segmentSize", std::to_string(out.segment_size) +
-                                                         " does not divide spec.replicas " +
-                                                         std::to_string(out.replicas));
-    }
-  }
-  if (out.segment_size > limits.domain_nodes) {
-    return FieldError("spec.topology.segmentSize",
-                      std::to_string(out.segment_size) + " is larger than a domain (" +
-                          std::to_string(limits.domain_nodes) + " nodes)");
-  }
-  if (out.mode == placement::TopologyMode::kRequired &&
-      out.EffectiveSegmentSize() > limits.domain_nodes) {
-    return FieldError("spec.topology.segmentSize",
-                      "a Required gang of " + std::to_string(out.replicas) +
-                          " replicas is larger than a domain (" +
-                          std::to_string(limits.domain_nodes) + " nodes) and must be segmented");
-  }
-
+  NVL72_RETURN_IF_ERROR(ReadGangSize(spec, limits, &out));
+  NVL72_RETURN_IF_ERROR(ReadTopology(spec, &out));
+  NVL72_RETURN_IF_ERROR(CheckSegmentFitsDomain(out, limits));
   NVL72_RETURN_IF_ERROR(ReadBool(spec, "preemptible", "spec.preemptible", &out.preemptible));
-
-  const Json* recovery = nullptr;
-  NVL72_RETURN_IF_ERROR(ReadObject(spec, "recovery", "spec.recovery", &recovery));
-  if (recovery != nullptr) {
-    std::string policy = "InPlace";
-    NVL72_RETURN_IF_ERROR(ReadString(*recovery, "policy", "spec.recovery.policy", &policy));
-    if (policy == "InPlace") {
-      out.recovery.policy = RecoveryPolicy::kInPlace;
-    } else if (policy == "RestartGang") {
-      out.recovery.policy = RecoveryPolicy::kRestartGang;
-    } else if (policy == "None") {
-      out.recovery.policy = RecoveryPolicy::kNone;
-    } else {
-      return FieldError("spec.recovery.policy",
-                        "must be one of InPlace, RestartGang, None (got \"" + policy + "\")");
-    }
-    NVL72_RETURN_IF_ERROR(ReadInt(*recovery, "notReadyGraceSeconds",
-                                  "spec.recovery.notReadyGraceSeconds",
-                                  &out.recovery.not_ready_grace_seconds));
-    if (out.recovery.not_ready_grace_seconds < 0) {
-      return FieldError("spec.recovery.notReadyGraceSeconds", "must be >= 0");
-    }
-    NVL72_RETURN_IF_ERROR(ReadInt(*recovery, "maxRecoveries", "spec.recovery.maxRecoveries",
-                                  &out.recovery.max_recoveries));
-    if (out.recovery.max_recoveries < 0) {
-      return FieldError("spec.recovery.maxRecoveries", "must be >= 0");
-    }
-    if (auto it = recovery->find("waitForDomainSeconds"); it != recovery->end() && !it->is_null()) {
-      int wait = 0;
-      NVL72_RETURN_IF_ERROR(
-          ReadInt(*recovery, "waitForDomainSeconds", "spec.recovery.waitForDomainSeconds", &wait));
-      if (wait < 0) return FieldError("spec.recovery.waitForDomainSeconds", "must be >= 0");
-      out.recovery.wait_for_domain_seconds = wait;
-    }
-  }
-
-  const Json* tmpl = nullptr;
-  NVL72_RETURN_IF_ERROR(ReadObject(spec, "template", "spec.template", &tmpl));
-  if (tmpl == nullptr) return FieldError("spec.template", "is required");
-  out.pod_template = *tmpl;
-  auto port = TemplateMasterPort(*tmpl);
-  if (!port.ok()) return port.status();
-  out.master_port = *port;
+  NVL72_RETURN_IF_ERROR(ReadRecovery(spec, &out.recovery));
+  NVL72_RETURN_IF_ERROR(ReadTemplate(spec, &out));
   return out;
 }
 

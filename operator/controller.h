@@ -24,7 +24,14 @@
 #include "operator/metrics.h"
 #include "operator/options.h"
 
+namespace nvl72::kube {
+class Clock;
+class WorkQueue;
+}  // namespace nvl72::kube
+
 namespace nvl72::op {
+
+class Reconciler;
 
 // True when workers that should be working are stuck: `leading`, `ready_keys` > 0 and the last
 // reconcile finished (or the workers started) longer than `limit` ago. `limit` 0 = never.
@@ -47,7 +54,18 @@ class Controller {
   bool IsLeader() const { return leader_.load(); }
 
  private:
+  struct Caches;  // the informers
+  class Workers;  // the reconcile workers and the periodic admission pass
+
   void MarkProgress();
+  // Steps of Run().
+  void WireReconciler(Reconciler* reconciler, kube::WorkQueue* queue);
+  void AttachProbes(kube::WorkQueue* queue, const Caches* caches);
+  void DetachProbes();
+  bool SyncCaches(std::stop_token stop, Caches* caches);
+  Status RunLeaderElection(std::stop_token stop, kube::Clock* clock, const std::string& identity,
+                           Workers* workers);
+  void RunWithoutLeaderElection(std::stop_token stop, Workers* workers);
 
   kube::Client* client_;
   Options options_;

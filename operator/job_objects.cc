@@ -71,6 +71,91 @@ void SetRankTolerations(Json& podspec, std::string_view gpu_resource) {
   podspec["tolerations"] = std::move(kept);
 }
 
+// The template's metadata with the rank pod's name, namespace, labels, planned-node annotation and
+// controller ownerReference.
+Json RankPodMetadata(const Json& job, const model::JobSpec& spec,
+                     const model::RankAssignment& rank) {
+  const std::string job_name = job["metadata"].value("name", "");
+  Json meta = spec.pod_template.contains("metadata") && spec.pod_template["metadata"].is_object()
+                  ? spec.pod_template["metadata"]
+                  : Json::object();
+  meta.erase("name");
+  meta.erase("generateName");
+  meta.erase("resourceVersion");
+  meta.erase("uid");
+  meta["name"] = model::RankPodName(job_name, rank.rank);
+  meta["namespace"] = job["metadata"].value("namespace", "");
+  if (!meta["labels"].is_object()) meta["labels"] = Json::object();
+  meta["labels"][Str(kJobLabel)] = job_name;
+  meta["labels"][Str(kRankLabel)] = std::to_string(rank.rank);
+  if (!meta["annotations"].is_object()) meta["annotations"] = Json::object();
+  meta["annotations"][Str(model::kNodeAnnotation)] = rank.node;
+  meta["ownerReferences"] = Json::array({OwnerReference(job)});
+  return meta;
+}
+
+// Required node affinity on the planned node, ANDed into every existing required term.
+void SetPlannedNodeAffinity(Json& podspec, const std::string& node) {
+  Json expr = {{"key", Str(model::kHostnameLabel)}, {"operator", "In"}, {"values", {node}}};
+  Json& required =
+      podspec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+  Json& terms = required["nodeSelectorTerms"];
+  if (!terms.is_array() || terms.empty()) terms = Json::array({Json::object()});
+  for (auto& term : terms) {
+    if (!term["matchExpressions"].is_array()) term["matchExpressions"] = Json::array();
+    term["matchExpressions"].push_back(expr);
+  }
+}
+
+// The template's pod spec, scheduled by nvl72-scheduler onto the planned node, with rank DNS and
+// the rank tolerations.
+Json RankPodSpec(const Json& job, const model::JobSpec& spec, const model::RankAssignment& rank,
+                 std::string_view gpu_resource) {
+  const std::string job_name = job["metadata"].value("name", "");
+  Json podspec = spec.pod_template.contains("spec") && spec.pod_template["spec"].is_object()
+                     ? spec.pod_template["spec"]
+                     : Json::object();
+  podspec.erase("nodeName");
+  podspec["schedulerName"] = Str(model::kSchedulerName);
+  podspec["hostname"] = model::RankPodName(job_name, rank.rank);
+  podspec["subdomain"] = job_name;
+  if (!podspec.contains("restartPolicy")) podspec["restartPolicy"] = "Never";
+  // A hostNetwork pod with the default DNS policy gets the node's resolver, where MASTER_ADDR (a
+  // name of the headless Service) does not resolve; an explicit Default or None stays.
+  if (podspec.value("hostNetwork", false) &&
+      podspec.value("dnsPolicy", "ClusterFirst") == "ClusterFirst") {
+    podspec["dnsPolicy"] = "ClusterFirstWithHostNet";
+  }
+  SetRankTolerations(podspec, gpu_resource);
+  SetPlannedNodeAffinity(podspec, rank.node);
+  return podspec;
+}
+
+// NVL72_RANK, NVL72_WORLD_SIZE, MASTER_ADDR and MASTER_PORT in every container.
+void SetRankEnv(Json& podspec, const Json& job, const model::JobSpec& spec,
+                const model::RankAssignment& rank, int master_port) {
+  const std::string job_name = job["metadata"].value("name", "");
+  const std::string ns = job["metadata"].value("namespace", "");
+  const std::string world = std::to_string(spec.replicas);
+  const std::string master = model::RankPodName(job_name, 0) + "." + job_name + "." + ns + ".svc";
+  if (!podspec["containers"].is_array()) podspec["containers"] = Json::array();
+  for (auto& c : podspec["containers"]) {
+    SetEnv(c, Str(model::kEnvRank), std::to_string(rank.rank));
+    SetEnv(c, Str(model::kEnvWorldSize), world);
+    SetEnv(c, Str(model::kEnvMasterAddr), master);
+    SetEnv(c, Str(model::kEnvMasterPort), std::to_string(spec.EffectiveMasterPort(master_port)));
+  }
+}
+
+// `gpus_per_replica` GPUs on the first container when no container asks for any.
+void SetDefaultGpus(Json& pod, const model::JobSpec& spec, std::string_view gpu_resource) {
+  if (model::PodGpuRequest(pod, gpu_resource) == 0 && !pod["spec"]["containers"].empty()) {
+    Json& res = pod["spec"]["containers"][0]["resources"];
+    res["requests"][Str(gpu_resource)] = std::to_string(spec.gpus_per_replica);
+    res["limits"][Str(gpu_resource)] = std::to_string(spec.gpus_per_replica);
+  }
+}
+
 void SetState(Json& status, std::string_view state, bool* changed) {
   if (status.value("state", "") != state) {
     status["state"] = Str(state);
@@ -163,70 +248,14 @@ std::string JoinDomains(const std::vector<std::string>& domains) {
 
 Json BuildRankPod(const Json& job, const model::JobSpec& spec, const model::RankAssignment& rank,
                   int master_port, std::string_view gpu_resource) {
-  const std::string job_name = job["metadata"].value("name", "");
-  const std::string ns = job["metadata"].value("namespace", "");
   Json pod = Json::object();
   pod["apiVersion"] = "v1";
   pod["kind"] = "Pod";
-  Json meta = spec.pod_template.contains("metadata") && spec.pod_template["metadata"].is_object()
-                  ? spec.pod_template["metadata"]
-                  : Json::object();
-  meta.erase("name");
-  meta.erase("generateName");
-  meta.erase("resourceVersion");
-  meta.erase("uid");
-  meta["name"] = model::RankPodName(job_name, rank.rank);
-  meta["namespace"] = ns;
-  if (!meta["labels"].is_object()) meta["labels"] = Json::object();
-  meta["labels"][Str(kJobLabel)] = job_name;
-  meta["labels"][Str(kRankLabel)] = std::to_string(rank.rank);
-  if (!meta["annotations"].is_object()) meta["annotations"] = Json::object();
-  meta["annotations"][Str(model::kNodeAnnotation)] = rank.node;
-  meta["ownerReferences"] = Json::array({OwnerReference(job)});
-  pod["metadata"] = std::move(meta);
-
-  Json podspec = spec.pod_template.contains("spec") && spec.pod_template["spec"].is_object()
-                     ? spec.pod_template["spec"]
-                     : Json::object();
-  podspec.erase("nodeName");
-  podspec["schedulerName"] = Str(model::kSchedulerName);
-  podspec["hostname"] = model::RankPodName(job_name, rank.rank);
-  podspec["subdomain"] = job_name;
-  if (!podspec.contains("restartPolicy")) podspec["restartPolicy"] = "Never";
-  // A hostNetwork pod with the default DNS policy gets the node's resolver, where MASTER_ADDR (a
-  // name of the headless Service) does not resolve; an explicit Default or None stays.
-  if (podspec.value("hostNetwork", false) &&
-      podspec.value("dnsPolicy", "ClusterFirst") == "ClusterFirst") {
-    podspec["dnsPolicy"] = "ClusterFirstWithHostNet";
-  }
-  SetRankTolerations(podspec, gpu_resource);
-
-  // Required node affinity on the planned node, ANDed into every existing required term.
-  Json expr = {{"key", Str(model::kHostnameLabel)}, {"operator", "In"}, {"values", {rank.node}}};
-  Json& required =
-      podspec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
-  Json& terms = required["nodeSelectorTerms"];
-  if (!terms.is_array() || terms.empty()) terms = Json::array({Json::object()});
-  for (auto& term : terms) {
-    if (!term["matchExpressions"].is_array()) term["matchExpressions"] = Json::array();
-    term["matchExpressions"].push_back(expr);
-  }
-
-  const std::string world = std::to_string(spec.replicas);
-  const std::string master = model::RankPodName(job_name, 0) + "." + job_name + "." + ns + ".svc";
-  if (!podspec["containers"].is_array()) podspec["containers"] = Json::array();
-  for (auto& c : podspec["containers"]) {
-    SetEnv(c, Str(model::kEnvRank), std::to_string(rank.rank));
-    SetEnv(c, Str(model::kEnvWorldSize), world);
-    SetEnv(c, Str(model::kEnvMasterAddr), master);
-    SetEnv(c, Str(model::kEnvMasterPort), std::to_string(spec.EffectiveMasterPort(master_port)));
-  }
+  pod["metadata"] = RankPodMetadata(job, spec, rank);
+  Json podspec = RankPodSpec(job, spec, rank, gpu_resource);
+  SetRankEnv(podspec, job, spec, rank, master_port);
   pod["spec"] = std::move(podspec);
-  if (model::PodGpuRequest(pod, gpu_resource) == 0 && !pod["spec"]["containers"].empty()) {
-    Json& res = pod["spec"]["containers"][0]["resources"];
-    res["requests"][Str(gpu_resource)] = std::to_string(spec.gpus_per_replica);
-    res["limits"][Str(gpu_resource)] = std::to_string(spec.gpus_per_replica);
-  }
+  SetDefaultGpus(pod, spec, gpu_resource);
   return pod;
 }
 

@@ -11,6 +11,8 @@
 namespace nvl72::op {
 namespace {
 
+using prometheus::Counter;
+using prometheus::Gauge;
 using prometheus::Histogram;
 
 // Work of the operator itself: 0.5 ms .. 5 s.
@@ -75,10 +77,15 @@ class Metrics::HookedCollectable : public prometheus::Collectable {
 
 Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   collectable_ = std::make_shared<HookedCollectable>(this);
-  auto& r = *registry_;
-  using prometheus::Counter;
-  using prometheus::Gauge;
+  RegisterReconcileMetrics(*registry_);
+  RegisterAdmissionMetrics(*registry_);
+  RegisterDomainMetrics(*registry_);
+  RegisterRecoveryMetrics(*registry_);
+  RegisterApiMetrics(*registry_);
+}
 
+// Reconciles, the work queue, the leader flag and the informers.
+void Metrics::RegisterReconcileMetrics(prometheus::Registry& r) {
   reconciles_ =
       &Build<Counter>(r, "nvl72_operator_reconciles_total",
                       "Reconciles by kind (job, admission) and result (ok, error, requeue)");
@@ -101,6 +108,18 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
       std::initializer_list<std::string_view>{kInformerResources[0], kInformerResources[1],
                                               kInformerResources[2]});
 
+  for (auto kind : kReconcileKinds) {
+    reconcile_histograms_[std::string(kind)] =
+        &reconcile_seconds_->Add({{"kind", std::string(kind)}}, LatencyBuckets());
+    for (auto result : kReconcileResults) {
+      reconcile_counters_[Key(kind, result)] =
+          &reconciles_->Add({{"kind", std::string(kind)}, {"result", std::string(result)}});
+    }
+  }
+}
+
+// Admission: jobs admitted, waiting, stuck and by state; admission waits; placement decisions.
+void Metrics::RegisterAdmissionMetrics(prometheus::Registry& r) {
   admitted_total_ = &Build<Counter>(r, "nvl72_operator_admitted_jobs_total",
                                     "Placements committed to status.placement")
                          .Add({});
@@ -128,6 +147,12 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                             "Jobs holding a reservation after the last admission pass")
                    .Add({});
 
+  for (auto s : kJobStates) job_states_[std::string(s)] = &jobs_->Add({{"state", std::string(s)}});
+}
+
+// Per-domain capacity, health and fragmentation; the per-domain series follow the domains of the
+// last admission pass (SetClusterStats).
+void Metrics::RegisterDomainMetrics(prometheus::Registry& r) {
   domain_nodes_ = &Build<Gauge>(r, "nvl72_operator_domain_nodes", "GPU nodes per NVLink domain");
   domain_healthy_ = &Build<Gauge>(r, "nvl72_operator_domain_healthy_nodes",
                                   "Schedulable nodes (Ready, not cordoned, no untolerated "
@@ -151,7 +176,10 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                                  "1 - largest free whole-node block / all free whole nodes "
                                  "(0: all free capacity in one domain, or none free)")
                         .Add({});
+}
 
+// Recoveries, safety-net replans and defragmentation moves.
+void Metrics::RegisterRecoveryMetrics(prometheus::Registry& r) {
   recoveries_ = &Build<Counter>(r, "nvl72_operator_recoveries_total",
                                 "Finished recoveries of jobs on failed nodes by outcome "
                                 "(in_place, moved, failed)");
@@ -165,18 +193,7 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
            .Add({});
   defrag_moves_ = &Build<Counter>(r, "nvl72_operator_defrag_moves_total",
                                   "Defragmentation moves by result (started, completed, failed)");
-  api_seconds_ = &Build<Histogram>(r, "nvl72_operator_api_request_duration_seconds",
-                                   "API server requests by verb and HTTP code (0: no response)");
 
-  for (auto kind : kReconcileKinds) {
-    reconcile_histograms_[std::string(kind)] =
-        &reconcile_seconds_->Add({{"kind", std::string(kind)}}, LatencyBuckets());
-    for (auto result : kReconcileResults) {
-      reconcile_counters_[Key(kind, result)] =
-          &reconciles_->Add({{"kind", std::string(kind)}, {"result", std::string(result)}});
-    }
-  }
-  for (auto s : kJobStates) job_states_[std::string(s)] = &jobs_->Add({{"state", std::string(s)}});
   for (auto o : kRecoveryOutcomes) {
     recovery_counters_[std::string(o)] = &recoveries_->Add({{"outcome", std::string(o)}});
     if (o != "failed") {
@@ -187,6 +204,13 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   for (auto d : kDefragResults) {
     defrag_counters_[std::string(d)] = &defrag_moves_->Add({{"result", std::string(d)}});
   }
+}
+
+// API server requests.
+void Metrics::RegisterApiMetrics(prometheus::Registry& r) {
+  api_seconds_ = &Build<Histogram>(r, "nvl72_operator_api_request_duration_seconds",
+                                   "API server requests by verb and HTTP code (0: no response)");
+
   // The success code of each verb: the series a healthy operator has.
   for (auto verb : kube::kRequestVerbs) {
     const std::string code = verb == "create" ? "201" : "200";

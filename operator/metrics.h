@@ -127,6 +127,13 @@ class Metrics {
     prometheus::Gauge* largest_gang;
     prometheus::Gauge* stranded;
   };
+  // Constructor steps, in registration order: the metric families of one group and their series
+  // whose label values are known upfront.
+  void RegisterReconcileMetrics(prometheus::Registry& r);
+  void RegisterAdmissionMetrics(prometheus::Registry& r);
+  void RegisterDomainMetrics(prometheus::Registry& r);
+  void RegisterRecoveryMetrics(prometheus::Registry& r);
+  void RegisterApiMetrics(prometheus::Registry& r);
   DomainSeries& DomainLocked(const std::string& name);
   void RemoveDomainLocked(const std::string& name);
   void RunHook() const;

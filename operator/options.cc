@@ -73,52 +73,91 @@ Usage: nvl72-operator [flags]
 )";
 }
 
-StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
-  Options o;
-  std::map<std::string, std::string*> strings = {
-      {"kubeconfig", &o.kubeconfig},
-      {"namespace", &o.ns},
-      {"domain-label", &o.domain_label},
-      {"domain-label-fallback", &o.domain_label_fallback},
-      {"gpu-resource", &o.gpu_resource},
-      {"policy", &o.policy},
-      {"lease-name", &o.lease_name},
-      {"lease-namespace", &o.lease_namespace},
-      {"identity", &o.identity},
-      {"metrics-addr", &o.metrics_addr},
-      {"metrics-tls-cert", &o.metrics_tls_cert},
-      {"metrics-tls-key", &o.metrics_tls_key},
-      {"metrics-client-ca", &o.metrics_client_ca},
-      {"health-addr", &o.health_addr},
-      {"log-level", &o.log_level},
-      {"cordoned-ranks", &o.cordoned_ranks},
-      {"log-format", &o.log_format}};
-  std::string spare_reserve(placement::SpareReserveName(o.spare_reserve));
-  strings["spare-reserve"] = &spare_reserve;
-  std::map<std::string, int*> ints = {
-      {"spares-per-domain", &o.spares_per_domain},
-      {"workers", &o.workers},
-      {"master-port", &o.master_port},
-      {"admission-resync-seconds", &o.admission_resync_seconds},
-      {"recovery-wait-seconds", &o.recovery_wait_seconds},
-      {"defrag-max-concurrent-moves", &o.defrag_max_concurrent_moves},
-      {"defrag-min-interval-seconds", &o.defrag_min_interval_seconds},
-      {"defrag-cooldown-seconds", &o.defrag_cooldown_seconds},
-      {"defrag-grace-seconds", &o.defrag_grace_seconds},
-      {"defrag-move-timeout-seconds", &o.defrag_move_timeout_seconds},
-      {"health-stall-seconds", &o.health_stall_seconds},
-      {"unschedulable-replan-seconds", &o.unschedulable_replan_seconds},
-      {"max-replans", &o.max_replans},
-      {"stuck-seconds", &o.stuck_seconds}};
-  std::map<std::string, bool*> bools = {{"leader-elect", &o.leader_elect},
-                                        {"help", &o.help},
-                                        {"version", &o.version},
-                                        {"defrag", &o.defrag}};
+namespace {
 
+// The flags (without their "--"): where each one's value goes.
+struct OptionTable {
+  std::map<std::string, std::string*> strings;
+  std::map<std::string, int*> ints;
+  std::map<std::string, bool*> bools;
+};
+
+// The table of flags, writing into `o`; --spare-reserve into `*spare_reserve` (checked and
+// converted after parsing).
+OptionTable MakeOptionTable(Options& o, std::string* spare_reserve) {
+  OptionTable t;
+  t.strings = {{"kubeconfig", &o.kubeconfig},
+               {"namespace", &o.ns},
+               {"domain-label", &o.domain_label},
+               {"domain-label-fallback", &o.domain_label_fallback},
+               {"gpu-resource", &o.gpu_resource},
+               {"policy", &o.policy},
+               {"lease-name", &o.lease_name},
+               {"lease-namespace", &o.lease_namespace},
+               {"identity", &o.identity},
+               {"metrics-addr", &o.metrics_addr},
+               {"metrics-tls-cert", &o.metrics_tls_cert},
+               {"metrics-tls-key", &o.metrics_tls_key},
+               {"metrics-client-ca", &o.metrics_client_ca},
+               {"health-addr", &o.health_addr},
+               {"log-level", &o.log_level},
+               {"cordoned-ranks", &o.cordoned_ranks},
+               {"log-format", &o.log_format},
+               {"spare-reserve", spare_reserve}};
+  t.ints = {{"spares-per-domain", &o.spares_per_domain},
+            {"workers", &o.workers},
+            {"master-port", &o.master_port},
+            {"admission-resync-seconds", &o.admission_resync_seconds},
+            {"recovery-wait-seconds", &o.recovery_wait_seconds},
+            {"defrag-max-concurrent-moves", &o.defrag_max_concurrent_moves},
+            {"defrag-min-interval-seconds", &o.defrag_min_interval_seconds},
+            {"defrag-cooldown-seconds", &o.defrag_cooldown_seconds},
+            {"defrag-grace-seconds", &o.defrag_grace_seconds},
+            {"defrag-move-timeout-seconds", &o.defrag_move_timeout_seconds},
+            {"health-stall-seconds", &o.health_stall_seconds},
+            {"unschedulable-replan-seconds", &o.unschedulable_replan_seconds},
+            {"max-replans", &o.max_replans},
+            {"stuck-seconds", &o.stuck_seconds}};
+  t.bools = {{"leader-elect", &o.leader_elect},
+             {"help", &o.help},
+             {"version", &o.version},
+             {"defrag", &o.defrag}};
+  return t;
+}
+
+// A boolean flag: bare, "=true" or "=false".
+Status SetBool(const std::string& name, bool has_value, const std::string& value, bool* dst) {
+  if (!has_value || value == "true") {
+    *dst = true;
+  } else if (value == "false") {
+    *dst = false;
+  } else {
+    return InvalidArgumentError("--" + name + ": expected true or false, got \"" + value + "\"");
+  }
+  return Status::Ok();
+}
+
+// The value of string or integer flag `name` (known to the table).
+Status SetValue(const OptionTable& t, const std::string& name, const std::string& value) {
+  if (auto s = t.strings.find(name); s != t.strings.end()) {
+    *s->second = value;
+  } else if (auto n = t.ints.find(name); n != t.ints.end()) {
+    if (!ParseInt(value, n->second) || *n->second < 0) {
+      return InvalidArgumentError("--" + name + ": expected a non-negative integer, got \"" +
+                                  value + "\"");
+    }
+  } else {
+    return InvalidArgumentError("unknown flag --" + name + " (see --help)");
+  }
+  return Status::Ok();
+}
+
+// Applies every flag of `args` through `t`, in order ("-h" sets `*help`); the first error.
+Status ApplyArgs(const std::vector<std::string>& args, const OptionTable& t, bool* help) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "-h") {
-      o.help = true;
+      *help = true;
       continue;
     }
     if (a.rfind("--", 0) != 0) return InvalidArgumentError("unexpected argument \"" + a + "\"");
@@ -129,65 +168,58 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
       name = name.substr(0, eq);
       has_value = true;
     }
-    if (auto b = bools.find(name); b != bools.end()) {
-      if (!has_value || value == "true") {
-        *b->second = true;
-      } else if (value == "false") {
-        *b->second = false;
-      } else {
-        return InvalidArgumentError("--" + name + ": expected true or false, got \"" + value +
-                                    "\"");
-      }
+    if (auto b = t.bools.find(name); b != t.bools.end()) {
+      NVL72_RETURN_IF_ERROR(SetBool(name, has_value, value, b->second));
       continue;
     }
-    if (strings.count(name) == 0 && ints.count(name) == 0) {
+    if (t.strings.count(name) == 0 && t.ints.count(name) == 0) {
       return InvalidArgumentError("unknown flag --" + name + " (see --help)");
     }
     if (!has_value) {
       if (i + 1 >= args.size()) return InvalidArgumentError("--" + name + " needs a value");
       value = args[++i];
     }
-    if (auto s = strings.find(name); s != strings.end()) {
-      *s->second = value;
-    } else if (auto n = ints.find(name); n != ints.end()) {
-      if (!ParseInt(value, n->second) || *n->second < 0) {
-        return InvalidArgumentError("--" + name + ": expected a non-negative integer, got \"" +
-                                    value + "\"");
-      }
-    } else {
-      return InvalidArgumentError("unknown flag --" + name + " (see --help)");
-    }
+    NVL72_RETURN_IF_ERROR(SetValue(t, name, value));
   }
-  if (o.help || o.version) return o;
-  if (!placement::ParseSpareReserve(spare_reserve, &o.spare_reserve)) {
+  return Status::Ok();
+}
+
+// The first checks, in order: the named choices and the numeric limits. Sets o->spare_reserve.
+Status ValidateChoicesAndLimits(Options* o, const std::string& spare_reserve) {
+  if (!placement::ParseSpareReserve(spare_reserve, &o->spare_reserve)) {
     return InvalidArgumentError("--spare-reserve: expected soft or hard, got \"" + spare_reserve +
                                 "\"");
   }
-  if (placement::MakePolicy(o.policy) == nullptr) {
-    return InvalidArgumentError("--policy: unknown policy \"" + o.policy + "\"");
+  if (placement::MakePolicy(o->policy) == nullptr) {
+    return InvalidArgumentError("--policy: unknown policy \"" + o->policy + "\"");
   }
-  if (o.log_level != "debug" && o.log_level != "info" && o.log_level != "warning" &&
-      o.log_level != "error") {
+  if (o->log_level != "debug" && o->log_level != "info" && o->log_level != "warning" &&
+      o->log_level != "error") {
     return InvalidArgumentError("--log-level: expected debug, info, warning or error");
   }
-  if (o.log_format != "text" && o.log_format != "json") {
+  if (o->log_format != "text" && o->log_format != "json") {
     return InvalidArgumentError("--log-format: expected text or json");
   }
-  if (o.workers < 1) return InvalidArgumentError("--workers: must be >= 1");
-  if (o.cordoned_ranks != "keep" && o.cordoned_ranks != "move") {
+  if (o->workers < 1) return InvalidArgumentError("--workers: must be >= 1");
+  if (o->cordoned_ranks != "keep" && o->cordoned_ranks != "move") {
     return InvalidArgumentError("--cordoned-ranks: expected keep or move, got \"" +
-                                o.cordoned_ranks + "\"");
+                                o->cordoned_ranks + "\"");
   }
-  if (o.defrag_move_timeout_seconds < 1) {
+  if (o->defrag_move_timeout_seconds < 1) {
     return InvalidArgumentError("--defrag-move-timeout-seconds: must be >= 1");
   }
-  if (o.unschedulable_replan_seconds < 1) {
+  if (o->unschedulable_replan_seconds < 1) {
     return InvalidArgumentError("--unschedulable-replan-seconds: must be >= 1");
   }
-  if (o.max_replans < 0) return InvalidArgumentError("--max-replans: must be >= 0");
-  if (o.defrag_max_concurrent_moves < 1) {
+  if (o->max_replans < 0) return InvalidArgumentError("--max-replans: must be >= 0");
+  if (o->defrag_max_concurrent_moves < 1) {
     return InvalidArgumentError("--defrag-max-concurrent-moves: must be >= 1");
   }
+  return Status::Ok();
+}
+
+// The last checks, in order: the domain label, the listen addresses, TLS and leader election.
+Status ValidateLabelAndEndpoints(const Options& o) {
   if (o.domain_label.empty()) return InvalidArgumentError("--domain-label: must not be empty");
   for (auto [flag, addr] :
        {std::pair{"--metrics-addr", &o.metrics_addr}, std::pair{"--health-addr", &o.health_addr}}) {
@@ -208,6 +240,18 @@ StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
   if (o.leader_elect && (o.lease_name.empty() || o.lease_namespace.empty())) {
     return InvalidArgumentError("--leader-elect needs --lease-name and --lease-namespace");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<Options> ParseOptions(const std::vector<std::string>& args) {
+  Options o;
+  std::string spare_reserve(placement::SpareReserveName(o.spare_reserve));
+  NVL72_RETURN_IF_ERROR(ApplyArgs(args, MakeOptionTable(o, &spare_reserve), &o.help));
+  if (o.help || o.version) return o;
+  NVL72_RETURN_IF_ERROR(ValidateChoicesAndLimits(&o, spare_reserve));
+  NVL72_RETURN_IF_ERROR(ValidateLabelAndEndpoints(o));
   return o;
 }
 

@@ -182,7 +182,17 @@ class JobRecovery {
   bool Quiet(const RecoveryInput& input);
 
  private:
-  Status CommitPlan(const Json& job, const RecoveryPlan& plan);
+  // Reconcile's steps (the file comment's crash-safe order).
+  StatusOr<bool> CommitStatus(const RecoveryInput& input, const RecoveryPlan& plan,
+                              const std::string& key);
+  void Announce(const Json& job, const RecoveryPlan& plan, const std::string& key);
+  StatusOr<bool> ApplyPlacement(const RecoveryInput& input, const RecoveryPlan& plan,
+                                const std::string& key);
+  StatusOr<bool> DeleteStaleRankPods(const RecoveryInput& input,
+                                     const std::vector<const Json*>& stale, const std::string& key);
+  StatusOr<int> CreateRankPods(const RecoveryInput& input,
+                               const std::vector<const model::RankAssignment*>& ranks, int epoch,
+                               const std::string& key);
   Status EvictLenders(const RecoveryInput& input, const std::vector<std::string>& nodes);
   void Event(const Json& job, bool warning, const std::string& reason, const std::string& note);
   void Later(const std::string& key, std::chrono::milliseconds d);
