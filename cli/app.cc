@@ -86,73 +86,79 @@ Rack map glyphs, one per node: '#' gang rank, '+' used by other pods, '.' free,
 )";
 }
 
-StatusOr<Options> ParseArgs(std::span<const std::string> args) {
-  Options o;
-  std::vector<std::string> positional;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    std::string flag = a, value;
-    bool has_value = false;
-    if (a.rfind("--", 0) == 0) {
-      size_t eq = a.find('=');
-      if (eq != std::string::npos) {
-        flag = a.substr(0, eq);
-        value = a.substr(eq + 1);
-        has_value = true;
-      }
-    }
-    auto take = [&](std::string* dst) -> Status {
-      if (!has_value) {
-        if (i + 1 >= args.size()) return InvalidArgumentError(flag + " needs a value");
-        value = args[++i];
-      }
-      *dst = value;
-      return Status::Ok();
-    };
-    if (flag == "-h" || flag == "--help") {
-      o.command = "help";
-      return o;
-    } else if (flag == "--version") {
-      o.command = "version";
-      return o;
-    } else if (flag == "--kubeconfig") {
-      NVL72_RETURN_IF_ERROR(take(&o.kubeconfig));
-    } else if (flag == "--context") {
-      NVL72_RETURN_IF_ERROR(take(&o.context));
-    } else if (flag == "-n" || flag == "--namespace") {
-      NVL72_RETURN_IF_ERROR(take(&o.ns));
-      if (o.ns.empty()) return InvalidArgumentError(flag + " needs a non-empty value");
-    } else if (flag == "-A" || flag == "--all-namespaces") {
-      o.all_namespaces = true;
-    } else if (flag == "--domain-label") {
-      NVL72_RETURN_IF_ERROR(take(&o.domain_label));
-    } else if (flag == "--domain-label-fallback") {
-      NVL72_RETURN_IF_ERROR(take(&o.domain_label_fallback));
-    } else if (flag == "--spares-per-domain") {
-      std::string v;
-      NVL72_RETURN_IF_ERROR(take(&v));
-      if (!ParseInt(v, &o.spares_per_domain) || o.spares_per_domain < 0) {
-        return InvalidArgumentError("--spares-per-domain must be a non-negative integer, got '" +
-                                    v + "'");
-      }
-    } else if (flag == "--spare-reserve") {
-      std::string v;
-      NVL72_RETURN_IF_ERROR(take(&v));
-      if (!placement::ParseSpareReserve(v, &o.spare_reserve)) {
-        return InvalidArgumentError("--spare-reserve must be soft or hard, got '" + v + "'");
-      }
-    } else if (a.size() > 1 && a[0] == '-') {
-      return InvalidArgumentError("unknown flag " + a);
-    } else {
-      positional.push_back(a);
-    }
+namespace {
+
+// A flag as written: "--name=value" carries its value; otherwise the value of a flag that takes
+// one is the next argument.
+struct FlagArg {
+  std::string flag;
+  std::string value;
+  bool has_value = false;
+};
+
+FlagArg SplitFlag(const std::string& a) {
+  FlagArg f{a, "", false};
+  if (a.rfind("--", 0) == 0) {
+    size_t eq = a.find('=');
+    if (eq != std::string::npos) f = {a.substr(0, eq), a.substr(eq + 1), true};
   }
-  if (positional.empty()) {
+  return f;
+}
+
+// Applies the flag args[i] to `o`, advancing `i` past a value given as the next argument. --help
+// and --version set the command and `stop`: the rest of the line is not read.
+Status ApplyFlag(std::span<const std::string> args, size_t& i, Options& o, bool& stop) {
+  const std::string& a = args[i];
+  FlagArg f = SplitFlag(a);
+  const std::string& flag = f.flag;
+  auto take = [&](std::string* dst) -> Status {
+    if (!f.has_value) {
+      if (i + 1 >= args.size()) return InvalidArgumentError(flag + " needs a value");
+      f.value = args[++i];
+    }
+    *dst = f.value;
+    return Status::Ok();
+  };
+  if (flag == "-h" || flag == "--help") {
     o.command = "help";
-    return o;
+    stop = true;
+  } else if (flag == "--version") {
+    o.command = "version";
+    stop = true;
+  } else if (flag == "--kubeconfig") {
+    return take(&o.kubeconfig);
+  } else if (flag == "--context") {
+    return take(&o.context);
+  } else if (flag == "-n" || flag == "--namespace") {
+    NVL72_RETURN_IF_ERROR(take(&o.ns));
+    if (o.ns.empty()) return InvalidArgumentError(flag + " needs a non-empty value");
+  } else if (flag == "-A" || flag == "--all-namespaces") {
+    o.all_namespaces = true;
+  } else if (flag == "--domain-label") {
+    return take(&o.domain_label);
+  } else if (flag == "--domain-label-fallback") {
+    return take(&o.domain_label_fallback);
+  } else if (flag == "--spares-per-domain") {
+    std::string v;
+    NVL72_RETURN_IF_ERROR(take(&v));
+    if (!ParseInt(v, &o.spares_per_domain) || o.spares_per_domain < 0) {
+      return InvalidArgumentError("--spares-per-domain must be a non-negative integer, got '" + v +
+                                  "'");
+    }
+  } else if (flag == "--spare-reserve") {
+    std::string v;
+    NVL72_RETURN_IF_ERROR(take(&v));
+    if (!placement::ParseSpareReserve(v, &o.spare_reserve)) {
+      return InvalidArgumentError("--spare-reserve must be soft or hard, got '" + v + "'");
+    }
+  } else {
+    return InvalidArgumentError("unknown flag " + a);
   }
-  o.command = positional[0];
-  o.args.assign(positional.begin() + 1, positional.end());
+  return Status::Ok();
+}
+
+// The command must be known and get the arguments it takes.
+Status CheckCommand(const Options& o) {
   if (o.command == "racks" || o.command == "jobs" || o.command == "version" ||
       o.command == "help") {
     if (!o.args.empty())
@@ -162,6 +168,31 @@ StatusOr<Options> ParseArgs(std::span<const std::string> args) {
   } else {
     return InvalidArgumentError("unknown command '" + o.command + "'");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<Options> ParseArgs(std::span<const std::string> args) {
+  Options o;
+  std::vector<std::string> positional;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() <= 1 || a[0] != '-') {  // "-" alone is an argument, not a flag
+      positional.push_back(a);
+      continue;
+    }
+    bool stop = false;
+    NVL72_RETURN_IF_ERROR(ApplyFlag(args, i, o, stop));
+    if (stop) return o;
+  }
+  if (positional.empty()) {
+    o.command = "help";
+    return o;
+  }
+  o.command = positional[0];
+  o.args.assign(positional.begin() + 1, positional.end());
+  NVL72_RETURN_IF_ERROR(CheckCommand(o));
   return o;
 }
 

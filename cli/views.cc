@@ -153,6 +153,33 @@ std::string JobRow(const placement::Snapshot& snap, DomainId domain,
   return row;
 }
 
+// The ranks of a placement that `keep` selects, grouped by the domain of their node: the job's
+// nodes there and its sorted ranks. `lost` holds, in placement order, the ranks on nodes no longer
+// in the cluster.
+struct RanksByDomain {
+  std::map<DomainId, std::pair<std::set<NodeId>, std::vector<int>>> domains;
+  std::vector<int> lost;
+};
+
+template <typename Keep>
+RanksByDomain GroupRanks(const ClusterView& view, const model::JobPlacement& placement, Keep keep) {
+  const placement::Snapshot& snap = view.state.snapshot();
+  RanksByDomain out;
+  for (const auto& a : placement.ranks) {
+    if (!keep(a)) continue;
+    NodeId id = view.state.FindNode(a.node);
+    if (id == placement::kNoNode) {
+      out.lost.push_back(a.rank);
+      continue;
+    }
+    auto& e = out.domains[snap.nodes[id].domain];
+    e.first.insert(id);
+    e.second.push_back(a.rank);
+  }
+  for (auto& [domain, e] : out.domains) std::sort(e.second.begin(), e.second.end());
+  return out;
+}
+
 }  // namespace
 
 ClusterView BuildView(std::vector<Json> nodes, std::vector<Json> pods, std::vector<Json> jobs,
@@ -291,13 +318,66 @@ std::string RenderRacks(const ClusterView& view, std::string_view current_namesp
   return out.str();
 }
 
-std::string RenderJobs(const ClusterView& view, std::string_view ns) {
-  const placement::Snapshot& snap = view.state.snapshot();
-  DomainNamer namer(snap);
+namespace {
+
+// The jobs of `ns`, or of every namespace when `ns` is empty.
+std::vector<const Json*> JobsIn(const ClusterView& view, std::string_view ns) {
   std::vector<const Json*> jobs;
   for (const auto& j : view.jobs) {
     if (ns.empty() || kube::Namespace(j) == ns) jobs.push_back(&j);
   }
+  return jobs;
+}
+
+std::vector<std::string> JobsHeader(bool all_namespaces) {
+  std::vector<std::string> header = {"NAME",     "STATE",   "RANKS",     "GPUS",
+                                     "TOPOLOGY", "DOMAINS", "RECOVERIES"};
+  if (all_namespaces) header.insert(header.begin(), "NAMESPACE");
+  return header;
+}
+
+// The line of one job: state, size, topology, the domains it was placed in and its recoveries.
+std::vector<std::string> JobsRow(const Json& job,
+                                 const std::optional<model::JobPlacement>& placement,
+                                 const DomainNamer& namer, bool all_namespaces) {
+  SpecSummary s = Summarize(job);
+  std::vector<std::string> domains;
+  if (placement) {
+    for (const auto& d : placement->domains) domains.push_back(namer.Shorten(d));
+  }
+  std::vector<std::string> row = {
+      kube::Name(job),
+      JobState(job),
+      std::to_string(s.replicas) + "x" + std::to_string(s.gpus_per_replica),
+      std::to_string(s.replicas * s.gpus_per_replica),
+      TopologyText(s),
+      domains.empty() ? "-" : Join(domains, ","),
+      std::to_string(IntOr(kube::AtPath(job, "/status/recoveries"), 0))};
+  if (all_namespaces) row.insert(row.begin(), kube::Namespace(job));
+  return row;
+}
+
+// One row per domain the job holds: its ranks among the domain's nodes.
+void AddPlacementRows(Table& rows, const ClusterView& view, const model::JobPlacement& placement,
+                      const std::string& label, const DomainNamer& namer) {
+  const placement::Snapshot& snap = view.state.snapshot();
+  const RanksByDomain ranks = GroupRanks(view, placement, [](const auto&) { return true; });
+  for (const auto& [d, e] : ranks.domains) {
+    rows.Add(
+        {label, namer(d), "[" + JobRow(snap, d, e.first) + "]", "ranks " + FormatRanges(e.second)});
+  }
+  if (!ranks.lost.empty()) {
+    rows.Add(
+        {label, "?", "",
+         Plural(static_cast<int>(ranks.lost.size()), "rank") + " on nodes that no longer exist"});
+  }
+}
+
+}  // namespace
+
+std::string RenderJobs(const ClusterView& view, std::string_view ns) {
+  DomainNamer namer(view.state.snapshot());
+  const std::vector<const Json*> jobs = JobsIn(view, ns);
   std::ostringstream out;
   if (jobs.empty()) {
     if (ns.empty()) {
@@ -307,52 +387,15 @@ std::string RenderJobs(const ClusterView& view, std::string_view ns) {
     }
     return out.str();
   }
+  const bool all_namespaces = ns.empty();
   Table t;
-  std::vector<std::string> header = {"NAME",     "STATE",   "RANKS",     "GPUS",
-                                     "TOPOLOGY", "DOMAINS", "RECOVERIES"};
-  if (ns.empty()) header.insert(header.begin(), "NAMESPACE");
-  t.Add(header);
+  t.Add(JobsHeader(all_namespaces));
   Table rows;  // placement rows, after the table
   for (const Json* j : jobs) {
-    SpecSummary s = Summarize(*j);
     auto placement = PlacementOrNone(*j);
-    std::vector<std::string> domains;
-    if (placement) {
-      for (const auto& d : placement->domains) domains.push_back(namer.Shorten(d));
-    }
-    std::vector<std::string> row = {
-        kube::Name(*j),
-        JobState(*j),
-        std::to_string(s.replicas) + "x" + std::to_string(s.gpus_per_replica),
-        std::to_string(s.replicas * s.gpus_per_replica),
-        TopologyText(s),
-        domains.empty() ? "-" : Join(domains, ","),
-        std::to_string(IntOr(kube::AtPath(*j, "/status/recoveries"), 0))};
-    if (ns.empty()) row.insert(row.begin(), kube::Namespace(*j));
-    t.Add(row);
+    t.Add(JobsRow(*j, placement, namer, all_namespaces));
     if (!placement || !model::HoldsReservation(*j)) continue;
-    // One row per domain the job holds: its ranks among the domain's nodes.
-    std::map<DomainId, std::pair<std::set<NodeId>, std::vector<int>>> by_domain;
-    int unknown = 0;
-    for (const auto& a : placement->ranks) {
-      NodeId id = view.state.FindNode(a.node);
-      if (id == placement::kNoNode) {
-        ++unknown;
-        continue;
-      }
-      auto& e = by_domain[snap.nodes[id].domain];
-      e.first.insert(id);
-      e.second.push_back(a.rank);
-    }
-    std::string label = ns.empty() ? kube::Namespace(*j) + "/" + kube::Name(*j) : kube::Name(*j);
-    for (auto& [d, e] : by_domain) {
-      std::sort(e.second.begin(), e.second.end());
-      rows.Add({label, namer(d), "[" + JobRow(snap, d, e.first) + "]",
-                "ranks " + FormatRanges(e.second)});
-    }
-    if (unknown > 0) {
-      rows.Add({label, "?", "", Plural(unknown, "rank") + " on nodes that no longer exist"});
-    }
+    AddPlacementRows(rows, view, *placement, all_namespaces ? JobKey(*j) : kube::Name(*j), namer);
   }
   out << t.Render();
   std::string placements = rows.Render("  ");
@@ -395,172 +438,218 @@ std::string FreeBlocksLine(const placement::PlacementPolicy& policy,
   return out;
 }
 
-std::string RenderExplain(const ClusterView& view, const Json& job) {
-  const placement::Snapshot& snap = view.state.snapshot();
-  DomainNamer namer(snap);
-  std::ostringstream out;
-  const std::string key = JobKey(job);
-  const std::string state = JobState(job);
-  SpecSummary s = Summarize(job);
-  out << "NVL72Job " << key << ": " << state << "\n";
+namespace {
 
-  auto spec = model::ParseJobSpec(kube::AtPath(job, "/spec"));
-  if (spec.ok()) {
-    int k = spec->EffectiveSegmentSize();
-    int segments = (spec->replicas + k - 1) / k;
-    out << "  Spec:        " << spec->replicas << " ranks x " << spec->gpus_per_replica << " GPUs ("
-        << spec->replicas * spec->gpus_per_replica << " GPUs), topology "
-        << placement::TopologyModeName(spec->mode) << ", " << Plural(segments, "segment") << " of "
-        << k << " ranks, recovery " << model::RecoveryPolicyName(spec->recovery.policy) << ", "
-        << (spec->preemptible ? "preemptible" : "not preemptible") << "\n";
-  } else {
+// "Spec:": size, topology, segments, recovery and preemption of the job, or why the spec is
+// invalid.
+void WriteSpec(std::ostream& out, const StatusOr<model::JobSpec>& spec) {
+  if (!spec.ok()) {
     out << "  Spec:        invalid: " << spec.status().message() << "\n";
+    return;
   }
+  int k = spec->EffectiveSegmentSize();
+  int segments = (spec->replicas + k - 1) / k;
+  out << "  Spec:        " << spec->replicas << " ranks x " << spec->gpus_per_replica << " GPUs ("
+      << spec->replicas * spec->gpus_per_replica << " GPUs), topology "
+      << placement::TopologyModeName(spec->mode) << ", " << Plural(segments, "segment") << " of "
+      << k << " ranks, recovery " << model::RecoveryPolicyName(spec->recovery.policy) << ", "
+      << (spec->preemptible ? "preemptible" : "not preemptible") << "\n";
+}
 
-  auto placement_or = model::PlacementOf(job);
-  std::optional<model::JobPlacement> placement;
-  if (!placement_or.ok()) {
-    out << "  Placement:   malformed status.placement: " << placement_or.status().message() << "\n";
-  } else {
-    placement = *placement_or;
+// One row per segment and domain: the segment's ranks among the nodes of each domain it uses
+// (a Preferred or Unconstrained segment may span domains).
+std::string SegmentRows(const ClusterView& view, const Json& job,
+                        const model::JobPlacement& placement, const DomainNamer& namer) {
+  const placement::Snapshot& snap = view.state.snapshot();
+  const SpecSummary s = Summarize(job);
+  const int k = std::max(1, s.Segment());
+  const int segments = (std::max(1, s.replicas) + k - 1) / k;
+  Table seg;
+  for (int i = 0; i < segments; ++i) {
+    const RanksByDomain ranks =
+        GroupRanks(view, placement, [&](const auto& a) { return a.rank / k == i; });
+    for (const auto& [domain, e] : ranks.domains) {
+      seg.Add({"segment " + std::to_string(i), "ranks " + FormatRanges(e.second),
+               "domain " + namer(domain), "[" + JobRow(snap, domain, e.first) + "]"});
+    }
+    if (!ranks.lost.empty()) {
+      seg.Add({"segment " + std::to_string(i), "ranks " + FormatRanges(ranks.lost), "domain ?",
+               "(node not in the cluster)"});
+    }
   }
+  return seg.Render("    ");
+}
 
+// The POD PHASE of rank `a`'s pod, with where it stands against its planned node; a pod
+// kube-scheduler refused adds a "Refused:" line to `refusals`.
+std::string PodPhase(const Json& pod, const model::RankAssignment& a, std::string& refusals) {
+  std::string phase = Str(kube::AtPath(pod, "/status/phase"));
+  if (kube::IsBeingDeleted(pod)) phase = "Terminating";
+  std::string on = Str(kube::AtPath(pod, "/spec/nodeName"));
+  if (const Json* refused = model::UnschedulableCondition(pod)) {
+    phase += " (unschedulable)";
+    refusals += "  Refused:     rank " + std::to_string(a.rank) + " on " + a.node + ": " +
+                Str(kube::AtPath(*refused, "/message")) + "\n";
+  } else if (on.empty()) {
+    phase += " (unscheduled)";
+  } else if (on != a.node) {
+    phase += " (on " + on + ")";
+  }
+  return phase;
+}
+
+// Every rank with its node's state and its pod's phase, then the "Refused:" lines.
+void WriteRanks(std::ostream& out, const ClusterView& view, const Json& job,
+                const model::JobPlacement& placement) {
+  const placement::Snapshot& snap = view.state.snapshot();
   // Pods by namespace/name, to show each rank's pod.
   std::map<std::string, const Json*> pods;
   for (const auto& p : view.pods) pods[kube::Namespace(p) + "/" + kube::Name(p)] = &p;
+  Table ranks;
+  ranks.Add({"RANK", "NODE", "NODE STATE", "POD", "POD PHASE"});
+  std::string refusals;  // kube-scheduler's message per refused rank (the safety net's input)
+  for (const auto& a : placement.ranks) {
+    NodeId id = view.state.FindNode(a.node);
+    std::string node_state = id == placement::kNoNode ? "Missing" : NodeStateText(snap.nodes[id]);
+    std::string pod_name = a.pod.empty() ? model::RankPodName(kube::Name(job), a.rank) : a.pod;
+    auto it = pods.find(kube::Namespace(job) + "/" + pod_name);
+    std::string phase = it == pods.end() ? "-" : PodPhase(*it->second, a, refusals);
+    ranks.Add({std::to_string(a.rank), a.node, node_state, pod_name, phase});
+  }
+  out << ranks.Render("    ") << refusals;
+}
 
-  if (placement) {
-    std::vector<std::string> domains;
-    for (const auto& d : placement->domains) domains.push_back(namer.Shorten(d));
-    out << "  Placement:   " << Plural(static_cast<int>(placement->domains.size()), "domain")
-        << ": " << Join(domains, ",")
-        << (model::HoldsReservation(job) ? "" : " (released: job finished)") << "\n";
-    // One row per segment and domain: the segment's ranks among the nodes of each domain it uses
-    // (a Preferred or Unconstrained segment may span domains).
-    const int k = std::max(1, s.Segment());
-    const int segments = (std::max(1, s.replicas) + k - 1) / k;
-    Table seg;
-    for (int i = 0; i < segments; ++i) {
-      std::map<DomainId, std::pair<std::set<NodeId>, std::vector<int>>> by_domain;
-      std::vector<int> lost;  // ranks on nodes no longer in the cluster
-      for (const auto& a : placement->ranks) {
-        if (a.rank / k != i) continue;
-        NodeId id = view.state.FindNode(a.node);
-        if (id == placement::kNoNode) {
-          lost.push_back(a.rank);
-          continue;
-        }
-        auto& e = by_domain[snap.nodes[id].domain];
-        e.first.insert(id);
-        e.second.push_back(a.rank);
-      }
-      for (auto& [domain, e] : by_domain) {
-        std::sort(e.second.begin(), e.second.end());
-        seg.Add({"segment " + std::to_string(i), "ranks " + FormatRanges(e.second),
-                 "domain " + namer(domain), "[" + JobRow(snap, domain, e.first) + "]"});
-      }
-      if (!lost.empty()) {
-        seg.Add({"segment " + std::to_string(i), "ranks " + FormatRanges(lost), "domain ?",
-                 "(node not in the cluster)"});
-      }
-    }
-    out << seg.Render("    ");
-    Table ranks;
-    ranks.Add({"RANK", "NODE", "NODE STATE", "POD", "POD PHASE"});
-    std::string refusals;  // kube-scheduler's message per refused rank (the safety net's input)
-    for (const auto& a : placement->ranks) {
-      NodeId id = view.state.FindNode(a.node);
-      std::string node_state = id == placement::kNoNode ? "Missing" : NodeStateText(snap.nodes[id]);
-      std::string pod_name = a.pod.empty() ? model::RankPodName(kube::Name(job), a.rank) : a.pod;
-      auto it = pods.find(kube::Namespace(job) + "/" + pod_name);
-      std::string phase = "-";
-      if (it != pods.end()) {
-        phase = Str(kube::AtPath(*it->second, "/status/phase"));
-        if (kube::IsBeingDeleted(*it->second)) phase = "Terminating";
-        std::string on = Str(kube::AtPath(*it->second, "/spec/nodeName"));
-        if (const Json* refused = model::UnschedulableCondition(*it->second)) {
-          phase += " (unschedulable)";
-          refusals += "  Refused:     rank " + std::to_string(a.rank) + " on " + a.node + ": " +
-                      Str(kube::AtPath(*refused, "/message")) + "\n";
-        } else if (on.empty()) {
-          phase += " (unscheduled)";
-        } else if (on != a.node) {
-          phase += " (on " + on + ")";
-        }
-      }
-      ranks.Add({std::to_string(a.rank), a.node, node_state, pod_name, phase});
-    }
-    out << ranks.Render("    ") << refusals;
-    for (std::string_view t :
-         {model::kConditionRecovering, model::kConditionPlaced, model::kConditionAdmitted}) {
-      const Json* c = model::FindCondition(job, t);
-      if (c != nullptr && Str(kube::AtPath(*c, "/status")) == "True" &&
-          !Str(kube::AtPath(*c, "/message")).empty()) {
-        out << "  Why here:    " << Str(kube::AtPath(*c, "/message")) << "\n";
-        break;
-      }
-    }
-    int recoveries = IntOr(kube::AtPath(job, "/status/recoveries"), 0);
-    if (recoveries > 0) {
-      out << "  Recoveries:  " << recoveries;
-      std::string last = Str(kube::AtPath(job, "/status/lastRecoveryTime"));
-      if (!last.empty()) out << " (last at " << last << ")";
-      out << "\n";
-    }
-  } else if (placement_or.ok()) {
-    out << "  Placement:   none (no GPUs reserved)\n";
-    const Json* admitted = model::FindCondition(job, model::kConditionAdmitted);
-    std::string why = admitted == nullptr ? "" : Str(kube::AtPath(*admitted, "/message"));
-    if (why.empty()) {
-      why = admitted == nullptr ? "the operator has not admitted it yet (no Admitted condition: is "
-                                  "nvl72-operator running?)"
-                                : Str(kube::AtPath(*admitted, "/reason"));
-    }
-    out << "  Why it waits: " << why << "\n";
-    if (spec.ok() && !model::JobFinished(job)) {
-      auto policy = placement::MakePolicy("nvl72", {.spares_per_domain = view.spares_per_domain,
-                                                    .spare_reserve = view.spare_reserve});
-      const model::JobVerdict verdict =
-          model::JudgeJob(view.state, job, *spec, key, 0, view.gpu_resource);
-      placement::GangDecision d;
-      if (verdict.error.empty()) d = policy->PlaceGang(snap, verdict.request);
-      if (!d.placed) {
-        d.reason = verdict.error.empty()
-                       ? model::WaitingReason(snap, verdict.request, verdict.nodes, d)
-                       : verdict.error;
-      }
-      if (d.placed) {
-        std::vector<std::string> domains;
-        for (NodeId id : d.placement.rank_nodes) {
-          std::string n = namer(snap.nodes[id].domain);
-          if (std::find(domains.begin(), domains.end(), n) == domains.end()) domains.push_back(n);
-        }
-        out << "  Now:         it fits: the nvl72 policy would place it in " << Join(domains, ",")
-            << " (the operator admits it on its next pass)\n";
-      } else if (d.reason == why) {
-        out << "  Now:         still so on the current snapshot\n";
-      } else {
-        out << "  Now:         " << d.reason << "\n";
-      }
-      if (verdict.error.empty()) {
-        out << "  Free blocks: " << FreeBlocksLine(*policy, snap, verdict.request, view, namer)
-            << "\n";
-      }
+// "Why here:": the message of the condition that placed the job: Recovering, else Placed, else
+// Admitted.
+void WriteWhyHere(std::ostream& out, const Json& job) {
+  for (std::string_view t :
+       {model::kConditionRecovering, model::kConditionPlaced, model::kConditionAdmitted}) {
+    const Json* c = model::FindCondition(job, t);
+    if (c != nullptr && Str(kube::AtPath(*c, "/status")) == "True" &&
+        !Str(kube::AtPath(*c, "/message")).empty()) {
+      out << "  Why here:    " << Str(kube::AtPath(*c, "/message")) << "\n";
+      return;
     }
   }
+}
 
+void WriteRecoveries(std::ostream& out, const Json& job) {
+  int recoveries = IntOr(kube::AtPath(job, "/status/recoveries"), 0);
+  if (recoveries <= 0) return;
+  out << "  Recoveries:  " << recoveries;
+  std::string last = Str(kube::AtPath(job, "/status/lastRecoveryTime"));
+  if (!last.empty()) out << " (last at " << last << ")";
+  out << "\n";
+}
+
+// A placed job: its domains, each segment's domain with the job's nodes marked, every rank, the
+// message of the condition that placed it and its recoveries.
+void ExplainPlaced(std::ostream& out, const ClusterView& view, const Json& job,
+                   const model::JobPlacement& placement, const DomainNamer& namer) {
+  std::vector<std::string> domains;
+  for (const auto& d : placement.domains) domains.push_back(namer.Shorten(d));
+  out << "  Placement:   " << Plural(static_cast<int>(placement.domains.size()), "domain") << ": "
+      << Join(domains, ",") << (model::HoldsReservation(job) ? "" : " (released: job finished)")
+      << "\n";
+  out << SegmentRows(view, job, placement, namer);
+  WriteRanks(out, view, job, placement);
+  WriteWhyHere(out, job);
+  WriteRecoveries(out, job);
+}
+
+// The operator's reason the job waits: the Admitted condition's message, else its reason.
+std::string WaitReason(const Json& job) {
+  const Json* admitted = model::FindCondition(job, model::kConditionAdmitted);
+  std::string why = admitted == nullptr ? "" : Str(kube::AtPath(*admitted, "/message"));
+  if (why.empty()) {
+    why = admitted == nullptr ? "the operator has not admitted it yet (no Admitted condition: is "
+                                "nvl72-operator running?)"
+                              : Str(kube::AtPath(*admitted, "/reason"));
+  }
+  return why;
+}
+
+// The short names of the domains of `nodes`, in order of first appearance.
+std::vector<std::string> DomainsOf(const placement::Snapshot& snap,
+                                   const std::vector<NodeId>& nodes, const DomainNamer& namer) {
+  std::vector<std::string> domains;
+  for (NodeId id : nodes) {
+    std::string n = namer(snap.nodes[id].domain);
+    if (std::find(domains.begin(), domains.end(), n) == domains.end()) domains.push_back(n);
+  }
+  return domains;
+}
+
+// "Now:" and "Free blocks:": a fresh decision of the nvl72 policy on the current snapshot, with
+// the job's own constraints, against the operator's reason `why`.
+void WriteDecisionNow(std::ostream& out, const ClusterView& view, const Json& job,
+                      const model::JobSpec& spec, const std::string& why,
+                      const DomainNamer& namer) {
+  const placement::Snapshot& snap = view.state.snapshot();
+  auto policy = placement::MakePolicy(
+      "nvl72", {.spares_per_domain = view.spares_per_domain, .spare_reserve = view.spare_reserve});
+  const model::JobVerdict verdict =
+      model::JudgeJob(view.state, job, spec, JobKey(job), 0, view.gpu_resource);
+  placement::GangDecision d;
+  if (verdict.error.empty()) d = policy->PlaceGang(snap, verdict.request);
+  if (!d.placed) {
+    d.reason = verdict.error.empty() ? model::WaitingReason(snap, verdict.request, verdict.nodes, d)
+                                     : verdict.error;
+  }
+  if (d.placed) {
+    out << "  Now:         it fits: the nvl72 policy would place it in "
+        << Join(DomainsOf(snap, d.placement.rank_nodes, namer), ",")
+        << " (the operator admits it on its next pass)\n";
+  } else if (d.reason == why) {
+    out << "  Now:         still so on the current snapshot\n";
+  } else {
+    out << "  Now:         " << d.reason << "\n";
+  }
+  if (verdict.error.empty()) {
+    out << "  Free blocks: " << FreeBlocksLine(*policy, snap, verdict.request, view, namer) << "\n";
+  }
+}
+
+// A job without a placement: why it waits, and what the policy decides now.
+void ExplainWaiting(std::ostream& out, const ClusterView& view, const Json& job,
+                    const StatusOr<model::JobSpec>& spec, const DomainNamer& namer) {
+  out << "  Placement:   none (no GPUs reserved)\n";
+  const std::string why = WaitReason(job);
+  out << "  Why it waits: " << why << "\n";
+  if (spec.ok() && !model::JobFinished(job)) WriteDecisionNow(out, view, job, *spec, why, namer);
+}
+
+void WriteConditions(std::ostream& out, const Json& job) {
   const Json& conditions = kube::AtPath(job, "/status/conditions");
-  if (conditions.is_array() && !conditions.empty()) {
-    out << "  Conditions:\n";
-    Table t;
-    t.Add({"TYPE", "STATUS", "REASON", "SINCE", "MESSAGE"});
-    for (const auto& c : conditions) {
-      t.Add({Str(kube::AtPath(c, "/type")), Str(kube::AtPath(c, "/status")),
-             Str(kube::AtPath(c, "/reason")), Str(kube::AtPath(c, "/lastTransitionTime")),
-             Str(kube::AtPath(c, "/message"))});
-    }
-    out << t.Render("    ");
+  if (!conditions.is_array() || conditions.empty()) return;
+  out << "  Conditions:\n";
+  Table t;
+  t.Add({"TYPE", "STATUS", "REASON", "SINCE", "MESSAGE"});
+  for (const auto& c : conditions) {
+    t.Add({Str(kube::AtPath(c, "/type")), Str(kube::AtPath(c, "/status")),
+           Str(kube::AtPath(c, "/reason")), Str(kube::AtPath(c, "/lastTransitionTime")),
+           Str(kube::AtPath(c, "/message"))});
   }
+  out << t.Render("    ");
+}
+
+}  // namespace
+
+std::string RenderExplain(const ClusterView& view, const Json& job) {
+  DomainNamer namer(view.state.snapshot());
+  std::ostringstream out;
+  out << "NVL72Job " << JobKey(job) << ": " << JobState(job) << "\n";
+  auto spec = model::ParseJobSpec(kube::AtPath(job, "/spec"));
+  WriteSpec(out, spec);
+  auto placement = model::PlacementOf(job);
+  if (!placement.ok()) {
+    out << "  Placement:   malformed status.placement: " << placement.status().message() << "\n";
+  } else if (placement->has_value()) {
+    ExplainPlaced(out, view, job, **placement, namer);
+  } else {
+    ExplainWaiting(out, view, job, spec, namer);
+  }
+  WriteConditions(out, job);
   return out.str();
 }
 

@@ -16,8 +16,25 @@
 #include <deque>
 #include <mutex>
 #include <regex>
+#include <string_view>
 #include <type_traits>
 #include <vector>
+
+// GuardedServer, GuardedStream and CountingPool below override cpp-httplib internals (its
+// per-connection hook process_and_close_socket, process_request, Stream, TaskQueue,
+// new_task_queue, svr_sock_) as they are in the version checked here. Another version may change
+// them without any compile error: review the overrides against it, then update the version.
+#define NVL72_HTTPLIB_CHECKED_VERSION "0.11.4"
+#ifndef CPPHTTPLIB_VERSION
+#error "common/http_server.cc overrides httplib 0.11.4 internals: CPPHTTPLIB_VERSION is missing"
+#endif
+// The preprocessor cannot compare strings, hence a static_assert for the version itself.
+static_assert(std::string_view(CPPHTTPLIB_VERSION) == NVL72_HTTPLIB_CHECKED_VERSION,
+              "common/http_server.cc overrides cpp-httplib internals checked against "
+              "httplib " NVL72_HTTPLIB_CHECKED_VERSION
+              " only, but httplib.h is version " CPPHTTPLIB_VERSION
+              ": review GuardedServer, GuardedStream and CountingPool against this version, then "
+              "update NVL72_HTTPLIB_CHECKED_VERSION");
 
 namespace nvl72 {
 namespace {
@@ -485,6 +502,125 @@ class GuardedServer final : public Base {
   CountingPool* pool_ = nullptr;  // owned by httplib (new_task_queue)
 };
 
+Limits LimitsFrom(const HttpServerOptions& o) {
+  Limits limits;
+  limits.read_timeout = o.read_timeout;
+  limits.write_timeout = o.write_timeout;
+  limits.request_timeout = o.request_timeout;
+  limits.keep_alive_timeout = o.keep_alive_timeout;
+  limits.keep_alive_max_count = std::max<size_t>(1, o.keep_alive_max_count);
+  limits.request_bytes = o.max_body_bytes + o.max_header_bytes;
+  return limits;
+}
+
+// The listener: HTTPS (with the TLS files loaded) when a certificate is given, else plain HTTP.
+StatusOr<std::unique_ptr<httplib::Server>> NewGuardedServer(const HttpServerOptions& o) {
+  const Limits limits = LimitsFrom(o);
+  const auto workers = static_cast<size_t>(std::max(1, o.workers));
+  const auto max_workers = static_cast<size_t>(std::max(o.workers, o.max_workers));
+  if (o.tls_cert.empty()) {
+    auto plain = std::make_unique<GuardedServer<httplib::Server>>(limits);
+    plain->set_workers(workers, max_workers);
+    return std::unique_ptr<httplib::Server>(std::move(plain));
+  }
+  auto ssl = std::make_unique<GuardedServer<httplib::SSLServer>>(
+      limits, o.tls_cert.c_str(), o.tls_key.c_str(),
+      o.client_ca.empty() ? nullptr : o.client_ca.c_str());
+  if (!ssl->is_valid()) {
+    return InvalidArgumentError("cannot load TLS certificate/key (" + o.tls_cert + ", " +
+                                o.tls_key + ")" +
+                                (o.client_ca.empty() ? "" : " or client CA " + o.client_ca));
+  }
+  ssl->set_workers(workers, max_workers);
+  return std::unique_ptr<httplib::Server>(std::move(ssl));
+}
+
+// Fills an error reply: the status, and a body from `error_body` (else "what" as plain text).
+struct ErrorReply {
+  std::function<std::pair<std::string, std::string>(int, const std::string&)> error_body;
+
+  void operator()(httplib::Response& res, int status, const std::string& what) const {
+    res.status = status;
+    if (error_body) {
+      auto [body, type] = error_body(status, what);
+      res.set_content(body, type.c_str());
+    } else {
+      res.set_content(what + "\n", "text/plain");
+    }
+  }
+};
+
+// A body the route will not read: refused on the headers alone (true), before any body byte.
+struct BodyRefusal {
+  std::shared_ptr<const std::regex> body_paths;  // null: no path takes a body
+  ErrorReply reply;
+
+  bool operator()(const httplib::Request& req, httplib::Response& res) const {
+    const bool chunked = req.has_header("Transfer-Encoding");
+    const std::string length = req.get_header_value("Content-Length");
+    const bool has_body = chunked || (!length.empty() && length != "0");
+    if (!has_body || (body_paths != nullptr && std::regex_match(req.path, *body_paths)))
+      return false;
+    // The unread body must not be taken for the next request on this connection.
+    res.set_header("Connection", "close");
+    CloseConnectionAfterReply();
+    // Every route of ours that is not a read (GET, HEAD) takes a body, so the path is unknown.
+    if (req.method == "GET" || req.method == "HEAD") {
+      reply(res, 413, "no request body accepted on " + req.path);
+    } else {
+      reply(res, 404, "no such path " + req.path);
+    }
+    return true;
+  }
+};
+
+// Bodies only where a route reads them (bounded): checked on the headers, before any body byte.
+void InstallBodyRefusal(httplib::Server& http, const HttpServerOptions& o,
+                        const ErrorReply& reply) {
+  std::shared_ptr<const std::regex> body_paths;
+  if (!o.body_paths.empty()) body_paths = std::make_shared<const std::regex>(o.body_paths);
+  const BodyRefusal refuse_body{body_paths, reply};
+  http.set_pre_routing_handler([refuse_body](const httplib::Request& req, httplib::Response& res) {
+    return refuse_body(req, res) ? httplib::Server::HandlerResponse::Handled
+                                 : httplib::Server::HandlerResponse::Unhandled;
+  });
+  // A client that asks before sending its body (curl does for bodies over 1 MiB) gets the refusal
+  // instead of "100 Continue" when the headers already tell: httplib would otherwise invite the
+  // body and only then refuse it.
+  const size_t max_body = o.max_body_bytes;
+  http.set_expect_100_continue_handler(
+      [refuse_body, reply, max_body](const httplib::Request& req, httplib::Response& res) {
+        if (refuse_body(req, res)) return res.status;
+        if (!ContentLengthOver(req, max_body)) return 100;
+        res.set_header("Connection", "close");
+        CloseConnectionAfterReply();
+        reply(res, 413, "request body too large");
+        return 413;
+      });
+}
+
+// Bodies for the error replies httplib makes itself, and for exceptions out of handlers.
+void InstallErrorReplies(httplib::Server& http, const ErrorReply& reply) {
+  http.set_error_handler([reply](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;  // a route's own error reply
+    reply(res, res.status,
+          res.status == 413   ? std::string("request body too large")
+          : res.status == 404 ? "no such path " + req.path
+                              : "HTTP " + std::to_string(res.status));
+  });
+  http.set_exception_handler(
+      [reply](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what += std::string(": ") + e.what();
+        } catch (...) {
+        }
+        reply(res, 500, what);
+      });
+}
+
 }  // namespace
 
 void CloseConnectionAfterReply() {
@@ -504,102 +640,15 @@ Status HttpServer::Init() {
     return InvalidArgumentError(options_.client_ca_flag + " needs " + p + "-cert and " + p +
                                 "-key");
   }
-  Limits limits;
-  limits.read_timeout = options_.read_timeout;
-  limits.write_timeout = options_.write_timeout;
-  limits.request_timeout = options_.request_timeout;
-  limits.keep_alive_timeout = options_.keep_alive_timeout;
-  limits.keep_alive_max_count = std::max<size_t>(1, options_.keep_alive_max_count);
-  limits.request_bytes = options_.max_body_bytes + options_.max_header_bytes;
-  const auto workers = static_cast<size_t>(std::max(1, options_.workers));
-  const auto max_workers = static_cast<size_t>(std::max(options_.workers, options_.max_workers));
-  if (!options_.tls_cert.empty()) {
-    auto ssl = std::make_unique<GuardedServer<httplib::SSLServer>>(
-        limits, options_.tls_cert.c_str(), options_.tls_key.c_str(),
-        options_.client_ca.empty() ? nullptr : options_.client_ca.c_str());
-    if (!ssl->is_valid()) {
-      return InvalidArgumentError(
-          "cannot load TLS certificate/key (" + options_.tls_cert + ", " + options_.tls_key + ")" +
-          (options_.client_ca.empty() ? "" : " or client CA " + options_.client_ca));
-    }
-    ssl->set_workers(workers, max_workers);
-    http_ = std::move(ssl);
-  } else {
-    auto plain = std::make_unique<GuardedServer<httplib::Server>>(limits);
-    plain->set_workers(workers, max_workers);
-    http_ = std::move(plain);
-  }
+  auto server = NewGuardedServer(options_);
+  if (!server.ok()) return server.status();
+  http_ = std::move(server).value();
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->set_tcp_nodelay(true);
 
-  auto error_body = options_.error_body;
-  auto reply = [error_body](httplib::Response& res, int status, const std::string& what) {
-    res.status = status;
-    if (error_body) {
-      auto [body, type] = error_body(status, what);
-      res.set_content(body, type.c_str());
-    } else {
-      res.set_content(what + "\n", "text/plain");
-    }
-  };
-  // Bodies only where a route reads them (bounded): checked on the headers, before any body byte.
-  std::shared_ptr<const std::regex> body_paths;
-  if (!options_.body_paths.empty())
-    body_paths = std::make_shared<const std::regex>(options_.body_paths);
-  // A body the route will not read: refused on the headers alone (true), before any body byte.
-  auto refuse_body = [body_paths, reply](const httplib::Request& req, httplib::Response& res) {
-    const bool chunked = req.has_header("Transfer-Encoding");
-    const std::string length = req.get_header_value("Content-Length");
-    const bool has_body = chunked || (!length.empty() && length != "0");
-    if (!has_body || (body_paths != nullptr && std::regex_match(req.path, *body_paths)))
-      return false;
-    // The unread body must not be taken for the next request on this connection.
-    res.set_header("Connection", "close");
-    CloseConnectionAfterReply();
-    // Every route of ours that is not a read (GET, HEAD) takes a body, so the path is unknown.
-    if (req.method == "GET" || req.method == "HEAD") {
-      reply(res, 413, "no request body accepted on " + req.path);
-    } else {
-      reply(res, 404, "no such path " + req.path);
-    }
-    return true;
-  };
-  http_->set_pre_routing_handler(
-      [refuse_body](const httplib::Request& req, httplib::Response& res) {
-        return refuse_body(req, res) ? httplib::Server::HandlerResponse::Handled
-                                     : httplib::Server::HandlerResponse::Unhandled;
-      });
-  // A client that asks before sending its body (curl does for bodies over 1 MiB) gets the refusal
-  // instead of "100 Continue" when the headers already tell: httplib would otherwise invite the
-  // body and only then refuse it.
-  const size_t max_body = options_.max_body_bytes;
-  http_->set_expect_100_continue_handler(
-      [refuse_body, reply, max_body](const httplib::Request& req, httplib::Response& res) {
-        if (refuse_body(req, res)) return res.status;
-        if (!ContentLengthOver(req, max_body)) return 100;
-        res.set_header("Connection", "close");
-        CloseConnectionAfterReply();
-        reply(res, 413, "request body too large");
-        return 413;
-      });
-  http_->set_error_handler([reply](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;  // a route's own error reply
-    reply(res, res.status,
-          res.status == 413   ? std::string("request body too large")
-          : res.status == 404 ? "no such path " + req.path
-                              : "HTTP " + std::to_string(res.status));
-  });
-  http_->set_exception_handler(
-      [reply](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-        std::string what = "internal error";
-        try {
-          if (ep) std::rethrow_exception(ep);
-        } catch (const std::exception& e) {
-          what += std::string(": ") + e.what();
-        } catch (...) {
-        }
-        reply(res, 500, what);
-      });
+  const ErrorReply reply{options_.error_body};
+  InstallBodyRefusal(*http_, options_, reply);
+  InstallErrorReplies(*http_, reply);
   return Status::Ok();
 }
 

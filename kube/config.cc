@@ -95,6 +95,70 @@ bool Bool(const json& obj, const char* key) {
   return it->is_string() && it->get<std::string>() == "true";
 }
 
+// Sets *data from the base64 field `data_key`, else *file from the path field `file_key` (relative
+// to `base_dir`). `owner` ("cluster \"x\"") names the entry in errors.
+Status DataOrFile(const json& entry, const char* data_key, const char* file_key,
+                  const std::string& owner, const std::string& base_dir, std::string* data,
+                  std::string* file) {
+  if (std::string d = Str(entry, data_key); !d.empty()) {
+    auto pem = Base64Decode(d, std::string(data_key) + " of " + owner);
+    if (!pem.ok()) return pem.status();
+    *data = *pem;
+  } else if (std::string f = Str(entry, file_key); !f.empty()) {
+    *file = ResolvePath(base_dir, f);
+  }
+  return Status::Ok();
+}
+
+// Fills the server and TLS settings of `config` from a kubeconfig cluster entry. Errors carry only
+// what is wrong (the caller says where).
+Status ApplyCluster(const json& cluster, const std::string& cluster_name,
+                    const std::string& base_dir, Config* config) {
+  config->server = Str(cluster, "server");
+  if (config->server.empty())
+    return InvalidArgumentError("cluster \"" + cluster_name + "\" has no server");
+  config->insecure_skip_tls_verify = Bool(cluster, "insecure-skip-tls-verify");
+  config->tls_server_name = Str(cluster, "tls-server-name");
+  NVL72_RETURN_IF_ERROR(DataOrFile(cluster, "certificate-authority-data", "certificate-authority",
+                                   "cluster \"" + cluster_name + "\"", base_dir, &config->ca_data,
+                                   &config->ca_file));
+  if (config->insecure_skip_tls_verify && (!config->ca_data.empty() || !config->ca_file.empty())) {
+    return InvalidArgumentError(
+        "cluster \"" + cluster_name +
+        "\": insecure-skip-tls-verify cannot be combined with a certificate authority");
+  }
+  return Status::Ok();
+}
+
+// Fills the credentials of `config` from the kubeconfig user `user_name`. Errors carry only what is
+// wrong (the caller says where).
+Status ApplyUser(const json& doc, const std::string& user_name, const std::string& base_dir,
+                 Config* config) {
+  const json* user = FindNamed(doc, "users", user_name, "user");
+  if (user == nullptr) return InvalidArgumentError("user \"" + user_name + "\" not found");
+  for (const char* unsupported : {"exec", "auth-provider", "username", "password"}) {
+    if (user->contains(unsupported)) {
+      return InvalidArgumentError(
+          "user \"" + user_name + "\": \"" + unsupported +
+          "\" authentication is not supported (use a token, tokenFile or client certificate)");
+    }
+  }
+  const std::string owner = "user \"" + user_name + "\"";
+  NVL72_RETURN_IF_ERROR(DataOrFile(*user, "client-certificate-data", "client-certificate", owner,
+                                   base_dir, &config->client_cert_data, &config->client_cert_file));
+  NVL72_RETURN_IF_ERROR(DataOrFile(*user, "client-key-data", "client-key", owner, base_dir,
+                                   &config->client_key_data, &config->client_key_file));
+  bool has_cert = !config->client_cert_data.empty() || !config->client_cert_file.empty();
+  bool has_key = !config->client_key_data.empty() || !config->client_key_file.empty();
+  if (has_cert != has_key) {
+    return InvalidArgumentError("user \"" + user_name +
+                                "\": client certificate and client key must be given together");
+  }
+  config->token = Str(*user, "token");
+  config->token_file = ResolvePath(base_dir, Str(*user, "tokenFile"));
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<std::string> Config::BearerToken() const {
@@ -147,54 +211,11 @@ StatusOr<Config> ParseKubeconfig(const std::string& text, const std::string& bas
 
   Config config;
   config.default_namespace = Str(*ctx, "namespace");
-  config.server = Str(*cluster, "server");
-  if (config.server.empty()) return bad("cluster \"" + cluster_name + "\" has no server");
-  config.insecure_skip_tls_verify = Bool(*cluster, "insecure-skip-tls-verify");
-  config.tls_server_name = Str(*cluster, "tls-server-name");
-  if (std::string d = Str(*cluster, "certificate-authority-data"); !d.empty()) {
-    auto pem = Base64Decode(d, "certificate-authority-data of cluster \"" + cluster_name + "\"");
-    if (!pem.ok()) return bad(pem.status().message());
-    config.ca_data = *pem;
-  } else if (std::string f = Str(*cluster, "certificate-authority"); !f.empty()) {
-    config.ca_file = ResolvePath(base_dir, f);
+  if (Status s = ApplyCluster(*cluster, cluster_name, base_dir, &config); !s.ok()) {
+    return bad(s.message());
   }
-  if (config.insecure_skip_tls_verify && (!config.ca_data.empty() || !config.ca_file.empty())) {
-    return bad("cluster \"" + cluster_name +
-               "\": insecure-skip-tls-verify cannot be combined with a certificate authority");
-  }
-
   if (!user_name.empty()) {
-    const json* user = FindNamed(*doc, "users", user_name, "user");
-    if (user == nullptr) return bad("user \"" + user_name + "\" not found");
-    for (const char* unsupported : {"exec", "auth-provider", "username", "password"}) {
-      if (user->contains(unsupported)) {
-        return bad(
-            "user \"" + user_name + "\": \"" + unsupported +
-            "\" authentication is not supported (use a token, tokenFile or client certificate)");
-      }
-    }
-    if (std::string d = Str(*user, "client-certificate-data"); !d.empty()) {
-      auto pem = Base64Decode(d, "client-certificate-data of user \"" + user_name + "\"");
-      if (!pem.ok()) return bad(pem.status().message());
-      config.client_cert_data = *pem;
-    } else if (std::string f = Str(*user, "client-certificate"); !f.empty()) {
-      config.client_cert_file = ResolvePath(base_dir, f);
-    }
-    if (std::string d = Str(*user, "client-key-data"); !d.empty()) {
-      auto pem = Base64Decode(d, "client-key-data of user \"" + user_name + "\"");
-      if (!pem.ok()) return bad(pem.status().message());
-      config.client_key_data = *pem;
-    } else if (std::string f = Str(*user, "client-key"); !f.empty()) {
-      config.client_key_file = ResolvePath(base_dir, f);
-    }
-    bool has_cert = !config.client_cert_data.empty() || !config.client_cert_file.empty();
-    bool has_key = !config.client_key_data.empty() || !config.client_key_file.empty();
-    if (has_cert != has_key) {
-      return bad("user \"" + user_name +
-                 "\": client certificate and client key must be given together");
-    }
-    config.token = Str(*user, "token");
-    config.token_file = ResolvePath(base_dir, Str(*user, "tokenFile"));
+    if (Status s = ApplyUser(*doc, user_name, base_dir, &config); !s.ok()) return bad(s.message());
   }
   if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
     return bad("server \"" + config.server + "\" must start with https://");

@@ -96,6 +96,44 @@ bool MatchesFields(const Json& obj, const std::vector<FieldRequirement>& reqs) {
   return true;
 }
 
+// The type a replayed history event reaches a watcher as, given whether the object matched the
+// watcher's selectors before (`was`, `had_prev`: it had a prior state) and after (`is`) the event;
+// nullopt when the watcher does not see it.
+std::optional<std::string> ReplayedType(const std::string& type, bool had_prev, bool was, bool is) {
+  std::string t = type;
+  if (t == "MODIFIED") {
+    if (was && !is)
+      t = "DELETED";
+    else if (!was && is)
+      t = "ADDED";
+    else if (!was && !is)
+      return std::nullopt;
+    // An object first seen in this replay with no prior state: treat as a plain modification.
+    if (!had_prev && is) t = "MODIFIED";
+  } else if (t == "DELETED") {
+    if (!is && !was) return std::nullopt;
+  } else if (!is) {
+    return std::nullopt;
+  }
+  return t;
+}
+
+// The resourceVersion a watch replays history from; 410 when compaction dropped that history.
+StatusOr<int64_t> ReplayFrom(const std::string& resource_version, int64_t compacted_rv) {
+  int64_t from = 0;
+  try {
+    from = std::stoll(resource_version);
+  } catch (...) {
+    return ApiError(400, "BadRequest", "invalid resourceVersion \"" + resource_version + "\"");
+  }
+  if (from < compacted_rv) {
+    return ApiError(410, "Expired",
+                    "too old resource version: " + resource_version + " (" +
+                        std::to_string(compacted_rv) + ")");
+  }
+  return from;
+}
+
 }  // namespace
 
 std::string_view VerbName(Verb v) {
@@ -141,6 +179,62 @@ struct FakeClient::Watcher {
     auto l = MatchesLabelSelector(obj, label_selector);
     if (!l.ok() || !*l) return false;
     return MatchesFields(obj, fields);
+  }
+
+  // Queues an ADDED event for every matching object (a watch from no resourceVersion).
+  void QueueSnapshot(const std::map<std::string, Json>& objects) {
+    for (auto& [key, obj] : objects) {
+      if (Matches(obj)) events.push_back(Json{{"type", "ADDED"}, {"object", obj}});
+    }
+  }
+
+  // Replays history after `from`, tracking the previous state per object for selector transitions.
+  void QueueReplay(const std::deque<StoredEvent>& history, int64_t from) {
+    std::map<std::string, Json> last;  // key -> last state seen in history (for transitions)
+    for (const auto& ev : history) {
+      if (ev.resource_key != resource_key) continue;
+      std::string key = KeyOf(ev.object);
+      auto prev = last.find(key);
+      bool had_prev = prev != last.end();
+      bool was = had_prev && Matches(prev->second);
+      if (ev.type == "DELETED")
+        last.erase(key);
+      else
+        last[key] = ev.object;
+      if (ev.rv <= from) continue;
+      auto type = ReplayedType(ev.type, had_prev, was, Matches(ev.object));
+      if (type) events.push_back(Json{{"type", *type}, {"object", ev.object}});
+    }
+  }
+
+  // Hands queued events to `handler` (without holding `l`) until the watch ends; returns how it
+  // ended. REQUIRES: `l` holds the client's mutex.
+  Status Deliver(std::unique_lock<std::mutex>& l, const WatchHandler& handler) {
+    while (true) {
+      cv.wait(l, [&] { return stopped || closed || !events.empty(); });
+      // A stream the server closed delivers nothing more, even what was queued: like a real
+      // apiserver timeout, the client resumes from the last resourceVersion it saw.
+      if (closed && !stopped) return close_status;
+      if (!events.empty()) {
+        Json ev = std::move(events.front());
+        events.pop_front();
+        l.unlock();
+        auto parsed = ParseWatchEvent(std::move(ev));
+        Status result;
+        bool keep_going = true;
+        if (!parsed.ok()) {
+          result = parsed.status();
+          keep_going = false;
+        } else {
+          keep_going = handler(std::move(parsed).value());
+        }
+        l.lock();
+        if (!keep_going) return result;
+        continue;
+      }
+      if (stopped) return Status(StatusCode::kCancelled, "watch stopped");
+      return close_status;
+    }
   }
 };
 
@@ -514,53 +608,11 @@ Status FakeClient::Watch(const ResourceRef& resource, std::string_view ns,
 
   std::unique_lock<std::mutex> l(mu_);
   if (options.resource_version.empty() || options.resource_version == "0") {
-    for (auto& [key, obj] : objects_[w->resource_key]) {
-      if (w->Matches(obj)) w->events.push_back(Json{{"type", "ADDED"}, {"object", obj}});
-    }
+    w->QueueSnapshot(objects_[w->resource_key]);
   } else {
-    int64_t from = 0;
-    try {
-      from = std::stoll(options.resource_version);
-    } catch (...) {
-      return ApiError(400, "BadRequest",
-                      "invalid resourceVersion \"" + options.resource_version + "\"");
-    }
-    if (from < compacted_rv_) {
-      return ApiError(410, "Expired",
-                      "too old resource version: " + options.resource_version + " (" +
-                          std::to_string(compacted_rv_) + ")");
-    }
-    // Replay history after `from`, tracking the previous state per object for selector transitions.
-    std::map<std::string, Json> last;  // key -> last state seen in history (for transitions)
-    for (const auto& ev : history_) {
-      if (ev.resource_key != w->resource_key) continue;
-      std::string key = KeyOf(ev.object);
-      auto prev = last.find(key);
-      bool had_prev = prev != last.end();
-      bool was = had_prev && w->Matches(prev->second);
-      if (ev.type == "DELETED")
-        last.erase(key);
-      else
-        last[key] = ev.object;
-      if (ev.rv <= from) continue;
-      bool is = w->Matches(ev.object);
-      std::string t = ev.type;
-      if (t == "MODIFIED") {
-        if (was && !is)
-          t = "DELETED";
-        else if (!was && is)
-          t = "ADDED";
-        else if (!was && !is)
-          continue;
-        // An object first seen in this replay with no prior state: treat as a plain modification.
-        if (!had_prev && is) t = "MODIFIED";
-      } else if (t == "DELETED") {
-        if (!is && !was) continue;
-      } else if (!is) {
-        continue;
-      }
-      w->events.push_back(Json{{"type", t}, {"object", ev.object}});
-    }
+    auto from = ReplayFrom(options.resource_version, compacted_rv_);
+    if (!from.ok()) return from.status();
+    w->QueueReplay(history_, *from);
   }
   watchers_.push_back(w);
   l.unlock();
@@ -571,39 +623,8 @@ Status FakeClient::Watch(const ResourceRef& resource, std::string_view ns,
     w->cv.notify_all();
   });
 
-  Status result;
   l.lock();
-  while (true) {
-    w->cv.wait(l, [&] { return w->stopped || w->closed || !w->events.empty(); });
-    // A stream the server closed delivers nothing more, even what was queued: like a real
-    // apiserver timeout, the client resumes from the last resourceVersion it saw.
-    if (w->closed && !w->stopped) {
-      result = w->close_status;
-      break;
-    }
-    if (!w->events.empty()) {
-      Json ev = std::move(w->events.front());
-      w->events.pop_front();
-      l.unlock();
-      auto parsed = ParseWatchEvent(std::move(ev));
-      bool keep_going = true;
-      if (!parsed.ok()) {
-        result = parsed.status();
-        keep_going = false;
-      } else {
-        keep_going = handler(std::move(parsed).value());
-      }
-      l.lock();
-      if (!keep_going) break;
-      continue;
-    }
-    if (w->stopped) {
-      result = Status(StatusCode::kCancelled, "watch stopped");
-      break;
-    }
-    result = w->close_status;
-    break;
-  }
+  Status result = w->Deliver(l, handler);
   watchers_.erase(std::remove(watchers_.begin(), watchers_.end(), w), watchers_.end());
   return result;
 }

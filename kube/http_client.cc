@@ -137,6 +137,25 @@ struct HttpClient::Impl {
   RequestObserver observer;  // set before requests (SetRequestObserver)
 
   Status Init() {
+    NVL72_RETURN_IF_ERROR(ParseServer());
+    if (!config.tls_server_name.empty() && config.tls_server_name != host) {
+      return InvalidArgumentError(
+          "tls-server-name different from the server host is not supported");
+    }
+    if (!tls) return Status::Ok();
+    if (!config.insecure_skip_tls_verify) NVL72_RETURN_IF_ERROR(LoadCa());
+    bool has_cert = !config.client_cert_data.empty() || !config.client_cert_file.empty();
+    if (has_cert) NVL72_RETURN_IF_ERROR(LoadClientCert());
+    // Fail early on an unreadable token file.
+    if (!config.token_file.empty()) {
+      auto t = config.BearerToken();
+      if (!t.ok()) return t.status();
+    }
+    return Status::Ok();
+  }
+
+  // Sets tls, host and port from config.server ("https://host[:port]", "http://...", "[v6]").
+  Status ParseServer() {
     const std::string& s = config.server;
     std::string rest;
     if (s.rfind("https://", 0) == 0) {
@@ -155,10 +174,19 @@ struct HttpClient::Impl {
       }
       rest = rest.substr(0, slash);
     }
+    NVL72_RETURN_IF_ERROR(ParseHostPort(std::move(rest)));
+    if (host.empty() || port <= 0 || port > 65535) {
+      return InvalidArgumentError("server \"" + s + "\": bad host or port");
+    }
+    return Status::Ok();
+  }
+
+  // Sets host, and port if `rest` ("host", "host:port", "[v6]" or "[v6]:port") names one.
+  Status ParseHostPort(std::string rest) {
     if (!rest.empty() && rest[0] == '[') {
       size_t close = rest.find(']');
       if (close == std::string::npos)
-        return InvalidArgumentError("server \"" + s + "\": bad IPv6 host");
+        return InvalidArgumentError("server \"" + config.server + "\": bad IPv6 host");
       host = rest.substr(1, close - 1);
       rest = rest.substr(close + 1);
       if (!rest.empty() && rest[0] == ':') port = std::atoi(rest.c_str() + 1);
@@ -167,52 +195,51 @@ struct HttpClient::Impl {
       host = rest.substr(0, colon);
       if (colon != std::string::npos) port = std::atoi(rest.c_str() + colon + 1);
     }
-    if (host.empty() || port <= 0 || port > 65535) {
-      return InvalidArgumentError("server \"" + s + "\": bad host or port");
-    }
-    if (!config.tls_server_name.empty() && config.tls_server_name != host) {
+    return Status::Ok();
+  }
+
+  Status LoadCa() {
+    if (config.ca_data.empty() && config.ca_file.empty()) {
       return InvalidArgumentError(
-          "tls-server-name different from the server host is not supported");
+          "no certificate authority configured for " + config.server +
+          " (set certificate-authority[-data], or insecure-skip-tls-verify for tests)");
     }
-    if (!tls) return Status::Ok();
-    if (!config.insecure_skip_tls_verify) {
-      if (config.ca_data.empty() && config.ca_file.empty()) {
-        return InvalidArgumentError(
-            "no certificate authority configured for " + s +
-            " (set certificate-authority[-data], or insecure-skip-tls-verify for tests)");
-      }
-      auto pem = ReadFileOrData(config.ca_data, config.ca_file, "certificate authority");
-      if (!pem.ok()) return pem.status();
-      auto certs = ParseCerts(*pem, "certificate authority");
-      if (!certs.ok()) return certs.status();
-      ca_certs = std::move(certs).value();
-    }
-    bool has_cert = !config.client_cert_data.empty() || !config.client_cert_file.empty();
-    if (has_cert) {
-      auto cert_pem =
-          ReadFileOrData(config.client_cert_data, config.client_cert_file, "client certificate");
-      if (!cert_pem.ok()) return cert_pem.status();
-      auto key_pem = ReadFileOrData(config.client_key_data, config.client_key_file, "client key");
-      if (!key_pem.ok()) return key_pem.status();
-      auto certs = ParseCerts(*cert_pem, "client certificate");
-      if (!certs.ok()) return certs.status();
-      client_cert = std::move(certs.value()[0]);
-      std::unique_ptr<BIO, decltype(&BIO_free)> bio(
-          BIO_new_mem_buf(key_pem->data(), static_cast<int>(key_pem->size())), &BIO_free);
-      client_key.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
-      if (!client_key)
-        return InvalidArgumentError("client key is not a PEM private key: " + OpenSslError());
-      if (X509_check_private_key(client_cert.get(), client_key.get()) != 1) {
-        ERR_clear_error();
-        return InvalidArgumentError("client key does not match the client certificate");
-      }
-    }
-    // Fail early on an unreadable token file.
-    if (!config.token_file.empty()) {
-      auto t = config.BearerToken();
-      if (!t.ok()) return t.status();
+    auto pem = ReadFileOrData(config.ca_data, config.ca_file, "certificate authority");
+    if (!pem.ok()) return pem.status();
+    auto certs = ParseCerts(*pem, "certificate authority");
+    if (!certs.ok()) return certs.status();
+    ca_certs = std::move(certs).value();
+    return Status::Ok();
+  }
+
+  Status LoadClientCert() {
+    auto cert_pem =
+        ReadFileOrData(config.client_cert_data, config.client_cert_file, "client certificate");
+    if (!cert_pem.ok()) return cert_pem.status();
+    auto key_pem = ReadFileOrData(config.client_key_data, config.client_key_file, "client key");
+    if (!key_pem.ok()) return key_pem.status();
+    auto certs = ParseCerts(*cert_pem, "client certificate");
+    if (!certs.ok()) return certs.status();
+    client_cert = std::move(certs.value()[0]);
+    std::unique_ptr<BIO, decltype(&BIO_free)> bio(
+        BIO_new_mem_buf(key_pem->data(), static_cast<int>(key_pem->size())), &BIO_free);
+    client_key.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+    if (!client_key)
+      return InvalidArgumentError("client key is not a PEM private key: " + OpenSslError());
+    if (X509_check_private_key(client_cert.get(), client_key.get()) != 1) {
+      ERR_clear_error();
+      return InvalidArgumentError("client key does not match the client certificate");
     }
     return Status::Ok();
+  }
+
+  // The server-side timeout of a watch: the requested one, else the default plus jitter (so that
+  // the watches of many clients do not all restart together).
+  int WatchTimeoutSeconds(int requested) {
+    if (requested > 0) return requested;
+    std::lock_guard<std::mutex> l(mu);
+    return kDefaultWatchTimeoutSeconds +
+           std::uniform_int_distribution<int>(0, kWatchTimeoutJitterSeconds - 1)(rng);
   }
 
   StatusOr<std::unique_ptr<httplib::ClientImpl>> NewConnection(
@@ -570,16 +597,10 @@ Status HttpClient::Evict(std::string_view ns, std::string_view pod, const Delete
   return Request("POST", kPods.ObjectPath(ns, pod, "eviction"), &body).status();
 }
 
-Status HttpClient::Watch(const ResourceRef& resource, std::string_view ns,
-                         const WatchOptions& options, const WatchHandler& handler,
-                         std::stop_token stop) {
-  NVL72_RETURN_IF_ERROR(CheckScope(resource, ns, true));
-  int timeout = options.timeout_seconds;
-  if (timeout <= 0) {
-    std::lock_guard<std::mutex> l(impl_->mu);
-    timeout = kDefaultWatchTimeoutSeconds +
-              std::uniform_int_distribution<int>(0, kWatchTimeoutJitterSeconds - 1)(impl_->rng);
-  }
+namespace {
+
+std::string WatchPath(const ResourceRef& resource, std::string_view ns, const WatchOptions& options,
+                      int timeout) {
   Query q;
   q.Add("watch", "1")
       .Add("resourceVersion", options.resource_version)
@@ -587,7 +608,80 @@ Status HttpClient::Watch(const ResourceRef& resource, std::string_view ns,
       .Add("timeoutSeconds", std::to_string(timeout))
       .Add("labelSelector", options.label_selector)
       .Add("fieldSelector", options.field_selector);
-  const std::string path = resource.CollectionPath(ns) + q.str();
+  return resource.CollectionPath(ns) + q.str();
+}
+
+// One watch response as httplib delivers it: the status line, then body chunks, decoded into
+// events for `handler` (a non-200 body is kept, bounded, for the error message).
+class WatchStream {
+ public:
+  WatchStream(const WatchHandler& handler, const std::stop_token& stop)
+      : handler_(handler), stop_(stop) {}
+
+  bool OnResponse(const httplib::Response& res) {
+    http_status_ = res.status;
+    return !stop_.stop_requested();
+  }
+
+  bool OnData(const char* data, size_t len) {
+    if (stop_.stop_requested()) return false;
+    if (http_status_ != 200) {
+      if (error_body_.size() < 64 * 1024) error_body_.append(data, len);
+      return true;
+    }
+    Status s = decoder_.Feed(std::string_view(data, len),
+                             [this](Json&& value) { return Deliver(std::move(value)); });
+    if (!s.ok()) {
+      if (!handler_stopped_) stream_status_ = s;
+      return false;
+    }
+    return true;
+  }
+
+  bool handler_stopped() const { return handler_stopped_; }
+  const Status& stream_status() const { return stream_status_; }
+
+  // How a stream that httplib read to its end (no transport failure) ended.
+  Status Result(const ResourceRef& resource, const std::string& path) const {
+    if (http_status_ != 200) {
+      Status s = StatusFromHttp(http_status_, error_body_);
+      return Status(s.code(), s.message() + " (watch " + path + ")");
+    }
+    if (decoder_.HasPartialValue()) {
+      return Status(StatusCode::kUnavailable, "watch stream of " + resource.DisplayName() +
+                                                  " ended inside an event (connection cut)");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Status Deliver(Json&& value) {
+    auto ev = ParseWatchEvent(std::move(value));
+    if (!ev.ok()) return ev.status();
+    if (!handler_(std::move(ev).value())) {
+      handler_stopped_ = true;
+      return Status(StatusCode::kCancelled, "handler ended the watch");
+    }
+    return Status::Ok();
+  }
+
+  const WatchHandler& handler_;
+  const std::stop_token& stop_;
+  int http_status_ = 0;
+  std::string error_body_;
+  JsonStreamDecoder decoder_;
+  Status stream_status_;  // decoder error or an ERROR event
+  bool handler_stopped_ = false;
+};
+
+}  // namespace
+
+Status HttpClient::Watch(const ResourceRef& resource, std::string_view ns,
+                         const WatchOptions& options, const WatchHandler& handler,
+                         std::stop_token stop) {
+  NVL72_RETURN_IF_ERROR(CheckScope(resource, ns, true));
+  const int timeout = impl_->WatchTimeoutSeconds(options.timeout_seconds);
+  const std::string path = WatchPath(resource, ns, options, timeout);
 
   // A dedicated connection: the stream occupies it; reads may be silent for up to `timeout`.
   auto cli_or = impl_->NewConnection(std::chrono::seconds(timeout + 30));
@@ -598,55 +692,18 @@ Status HttpClient::Watch(const ResourceRef& resource, std::string_view ns,
 
   std::stop_callback cancel(stop, [&cli] { cli->stop(); });
 
-  int http_status = 0;
-  std::string error_body;
-  JsonStreamDecoder decoder;
-  Status stream_status;  // decoder error or an ERROR event
-  bool handler_stopped = false;
-
+  WatchStream stream(handler, stop);
   auto result = cli->Get(
-      path, headers,
-      [&](const httplib::Response& res) {
-        http_status = res.status;
-        return !stop.stop_requested();
-      },
-      [&](const char* data, size_t len) {
-        if (stop.stop_requested()) return false;
-        if (http_status != 200) {
-          if (error_body.size() < 64 * 1024) error_body.append(data, len);
-          return true;
-        }
-        Status s = decoder.Feed(std::string_view(data, len), [&](Json&& value) -> Status {
-          auto ev = ParseWatchEvent(std::move(value));
-          if (!ev.ok()) return ev.status();
-          if (!handler(std::move(ev).value())) {
-            handler_stopped = true;
-            return Status(StatusCode::kCancelled, "handler ended the watch");
-          }
-          return Status::Ok();
-        });
-        if (!s.ok()) {
-          if (!handler_stopped) stream_status = s;
-          return false;
-        }
-        return true;
-      });
+      path, headers, [&](const httplib::Response& res) { return stream.OnResponse(res); },
+      [&](const char* data, size_t len) { return stream.OnData(data, len); });
 
-  if (handler_stopped) return Status::Ok();
-  if (!stream_status.ok()) return stream_status;
+  if (stream.handler_stopped()) return Status::Ok();
+  if (!stream.stream_status().ok()) return stream.stream_status();
   if (stop.stop_requested()) return Status(StatusCode::kCancelled, "watch stopped");
   if (!result) {
     return impl_->TransportFailure(cli.get(), result.error(), "watch " + resource.DisplayName());
   }
-  if (http_status != 200) {
-    Status s = StatusFromHttp(http_status, error_body);
-    return Status(s.code(), s.message() + " (watch " + path + ")");
-  }
-  if (decoder.HasPartialValue()) {
-    return Status(StatusCode::kUnavailable, "watch stream of " + resource.DisplayName() +
-                                                " ended inside an event (connection cut)");
-  }
-  return Status::Ok();
+  return stream.Result(resource, path);
 }
 
 }  // namespace nvl72::kube

@@ -51,25 +51,39 @@ bool LeaderElector::TryAcquireOrRenew() {
     if (!IsNotFound(current.status())) return false;
     auto created = client_->Create(kLeases, config_.lease_namespace, LeaseObject(desired));
     if (!created.ok()) return false;
-    std::lock_guard<std::mutex> l(mu_);
-    observed_record_ = (*created)["spec"];
-    observed_rv_ = ResourceVersion(*created);
-    have_observed_ = true;
-    observed_time_ = clock_->Now();
-    leader_identity_ = config_.identity;
+    AdoptOwnLease(*created);
     return true;
   }
 
   Json spec = current->contains("spec") ? (*current)["spec"] : Json::object();
   std::string holder = spec.value("holderIdentity", "");
   int64_t record_duration = spec.value("leaseDurationSeconds", duration_s);
+  if (ObserveHeldByOther(*current, spec, holder, record_duration)) return false;
+
+  int64_t transitions = spec.value("leaseTransitions", int64_t{0});
+  if (holder == config_.identity) {
+    if (spec.contains("acquireTime")) desired["acquireTime"] = spec["acquireTime"];
+    desired["leaseTransitions"] = transitions;
+  } else {
+    desired["leaseTransitions"] = transitions + 1;
+  }
+  Json lease = *current;
+  lease["spec"] = desired;
+  auto updated = client_->Update(kLeases, config_.lease_namespace, lease);
+  if (!updated.ok()) return false;
+  AdoptOwnLease(*updated);
+  return true;
+}
+
+bool LeaderElector::ObserveHeldByOther(const Json& lease, const Json& spec,
+                                       const std::string& holder, int64_t record_duration) {
   std::string new_leader;
   bool held_by_other;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (!have_observed_ || observed_record_ != spec) {
       observed_record_ = spec;
-      observed_rv_ = ResourceVersion(*current);
+      observed_rv_ = ResourceVersion(lease);
       observed_time_ = clock_->Now();
       have_observed_ = true;
     }
@@ -84,25 +98,16 @@ bool LeaderElector::TryAcquireOrRenew() {
   if (!new_leader.empty() && new_leader != config_.identity && config_.on_new_leader) {
     config_.on_new_leader(new_leader);
   }
-  if (held_by_other) return false;
+  return held_by_other;
+}
 
-  int64_t transitions = spec.value("leaseTransitions", int64_t{0});
-  if (holder == config_.identity) {
-    if (spec.contains("acquireTime")) desired["acquireTime"] = spec["acquireTime"];
-    desired["leaseTransitions"] = transitions;
-  } else {
-    desired["leaseTransitions"] = transitions + 1;
-  }
-  Json lease = *current;
-  lease["spec"] = desired;
-  auto updated = client_->Update(kLeases, config_.lease_namespace, lease);
-  if (!updated.ok()) return false;
+void LeaderElector::AdoptOwnLease(Json& lease) {
   std::lock_guard<std::mutex> l(mu_);
-  observed_record_ = (*updated)["spec"];
-  observed_rv_ = ResourceVersion(*updated);
+  observed_record_ = lease["spec"];
+  observed_rv_ = ResourceVersion(lease);
+  have_observed_ = true;
   observed_time_ = clock_->Now();
   leader_identity_ = config_.identity;
-  return true;
 }
 
 Status LeaderElector::Release() {

@@ -69,6 +69,13 @@ class LeaderElector {
  private:
   bool SleepUnlessStopped(Clock::Duration d, std::stop_token stop);
   Json LeaseObject(const Json& spec) const;
+  // Records the Lease as read (its record times expiry when it changed) and reports a new holder;
+  // true if someone else holds it unexpired.
+  bool ObserveHeldByOther(const Json& lease, const Json& spec, const std::string& holder,
+                          int64_t record_duration);
+  // Records a Lease we wrote holding ourselves (created or renewed). Non-const: a missing spec
+  // reads as null, as operator[] does.
+  void AdoptOwnLease(Json& lease);
 
   Client* client_;
   Clock* clock_;

@@ -76,6 +76,72 @@ size_t FindKeyColon(const std::string& s) {
   return std::string::npos;
 }
 
+StatusOr<json> ParseScalar(const std::string& raw, int line);
+
+StatusOr<json> ParseSingleQuoted(const std::string& s, int line) {
+  if (s.size() < 2 || s.back() != '\'') return Error(line, "unterminated single-quoted string");
+  std::string out;
+  for (size_t i = 1; i + 1 < s.size(); ++i) {
+    if (s[i] == '\'' && i + 2 < s.size() && s[i + 1] == '\'') ++i;
+    out += s[i];
+  }
+  return json(out);
+}
+
+StatusOr<json> ParseFlowSequence(const std::string& s, int line) {
+  if (s.back() != ']') return Error(line, "unterminated flow sequence");
+  json arr = json::array();
+  std::string inner = s.substr(1, s.size() - 2);
+  size_t start = 0;
+  for (size_t i = 0; i <= inner.size(); ++i) {
+    if (i == inner.size() || inner[i] == ',') {
+      auto item = ParseScalar(inner.substr(start, i - start), line);
+      if (!item.ok()) return item.status();
+      arr.push_back(*item);
+      start = i + 1;
+    }
+  }
+  return arr;
+}
+
+// Flat flow mapping of scalars: {a: b, c: 'd'} (no nesting).
+StatusOr<json> ParseFlowMapping(const std::string& s, int line) {
+  if (s.back() != '}') return Error(line, "unterminated flow mapping");
+  std::string inner = s.substr(1, s.size() - 2);
+  if (inner.find_first_of("{[") != std::string::npos) {
+    return Error(line, "nested flow collections are not supported");
+  }
+  json obj = json::object();
+  size_t start = 0;
+  for (size_t i = 0; i <= inner.size(); ++i) {
+    if (i == inner.size() || inner[i] == ',') {
+      std::string item = Trim(inner.substr(start, i - start));
+      start = i + 1;
+      if (item.empty()) continue;
+      size_t colon = FindKeyColon(item);
+      if (colon == std::string::npos) return Error(line, "expected \"key: value\" in flow mapping");
+      auto key = ParseScalar(item.substr(0, colon), line);
+      auto value = ParseScalar(item.substr(colon + 1), line);
+      if (!key.ok()) return key;
+      if (!value.ok()) return value;
+      obj[key->is_string() ? key->get<std::string>() : key->dump()] = *value;
+    }
+  }
+  return obj;
+}
+
+// An unquoted scalar that is not a flow collection: a boolean, null or a string.
+StatusOr<json> ParsePlainScalar(const std::string& s, int line) {
+  if (s[0] == '&' || s[0] == '*' || s[0] == '!')
+    return Error(line, "anchors, aliases and tags are not supported");
+  if (s == "|" || s == ">" || s[0] == '|' || s[0] == '>')
+    return Error(line, "block scalars are not supported");
+  if (s == "true" || s == "True" || s == "TRUE") return json(true);
+  if (s == "false" || s == "False" || s == "FALSE") return json(false);
+  if (s == "null" || s == "~" || s == "Null" || s == "NULL") return json(nullptr);
+  return json(s);
+}
+
 StatusOr<json> ParseScalar(const std::string& raw, int line) {
   std::string s = Trim(raw);
   if (s.empty()) return json(nullptr);
@@ -85,66 +151,12 @@ StatusOr<json> ParseScalar(const std::string& raw, int line) {
     if (v.is_discarded() || !v.is_string()) return Error(line, "malformed double-quoted string");
     return v;
   }
-  if (s[0] == '\'') {
-    if (s.size() < 2 || s.back() != '\'') return Error(line, "unterminated single-quoted string");
-    std::string out;
-    for (size_t i = 1; i + 1 < s.size(); ++i) {
-      if (s[i] == '\'' && i + 2 < s.size() && s[i + 1] == '\'') ++i;
-      out += s[i];
-    }
-    return json(out);
-  }
+  if (s[0] == '\'') return ParseSingleQuoted(s, line);
   if (s == "{}") return json::object();
   if (s == "[]") return json::array();
-  if (s[0] == '[') {
-    if (s.back() != ']') return Error(line, "unterminated flow sequence");
-    json arr = json::array();
-    std::string inner = s.substr(1, s.size() - 2);
-    size_t start = 0;
-    for (size_t i = 0; i <= inner.size(); ++i) {
-      if (i == inner.size() || inner[i] == ',') {
-        auto item = ParseScalar(inner.substr(start, i - start), line);
-        if (!item.ok()) return item.status();
-        arr.push_back(*item);
-        start = i + 1;
-      }
-    }
-    return arr;
-  }
-  if (s[0] == '{') {
-    // Flat flow mapping of scalars: {a: b, c: 'd'} (no nesting).
-    if (s.back() != '}') return Error(line, "unterminated flow mapping");
-    std::string inner = s.substr(1, s.size() - 2);
-    if (inner.find_first_of("{[") != std::string::npos) {
-      return Error(line, "nested flow collections are not supported");
-    }
-    json obj = json::object();
-    size_t start = 0;
-    for (size_t i = 0; i <= inner.size(); ++i) {
-      if (i == inner.size() || inner[i] == ',') {
-        std::string item = Trim(inner.substr(start, i - start));
-        start = i + 1;
-        if (item.empty()) continue;
-        size_t colon = FindKeyColon(item);
-        if (colon == std::string::npos)
-          return Error(line, "expected \"key: value\" in flow mapping");
-        auto key = ParseScalar(item.substr(0, colon), line);
-        auto value = ParseScalar(item.substr(colon + 1), line);
-        if (!key.ok()) return key;
-        if (!value.ok()) return value;
-        obj[key->is_string() ? key->get<std::string>() : key->dump()] = *value;
-      }
-    }
-    return obj;
-  }
-  if (s[0] == '&' || s[0] == '*' || s[0] == '!')
-    return Error(line, "anchors, aliases and tags are not supported");
-  if (s == "|" || s == ">" || s[0] == '|' || s[0] == '>')
-    return Error(line, "block scalars are not supported");
-  if (s == "true" || s == "True" || s == "TRUE") return json(true);
-  if (s == "false" || s == "False" || s == "FALSE") return json(false);
-  if (s == "null" || s == "~" || s == "Null" || s == "NULL") return json(nullptr);
-  return json(s);
+  if (s[0] == '[') return ParseFlowSequence(s, line);
+  if (s[0] == '{') return ParseFlowMapping(s, line);
+  return ParsePlainScalar(s, line);
 }
 
 class Parser {

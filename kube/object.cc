@@ -174,6 +174,80 @@ std::pair<std::string, std::string> SplitKey(std::string_view key) {
   return {std::string(key.substr(0, slash)), std::string(key.substr(slash + 1))};
 }
 
+namespace {
+
+using LabelMap = std::map<std::string, std::string>;
+
+Status MalformedRequirement(std::string_view req) {
+  return Status(StatusCode::kInvalidArgument,
+                "malformed label selector requirement \"" + std::string(req) + "\"");
+}
+
+// Set-based: "key in (a,b)", "key notin (a)"; `paren` is the position of '('.
+StatusOr<bool> MatchesSetRequirement(std::string_view req, size_t paren, const LabelMap& labels) {
+  if (req.back() != ')') return MalformedRequirement(req);
+  std::string_view head = Trim(req.substr(0, paren));
+  size_t sp = head.find_last_of(" \t");
+  if (sp == std::string_view::npos) return MalformedRequirement(req);
+  std::string_view key = Trim(head.substr(0, sp));
+  std::string_view op = Trim(head.substr(sp + 1));
+  if (!ValidLabelToken(key) || (op != "in" && op != "notin")) return MalformedRequirement(req);
+  std::set<std::string> values;
+  std::string_view inner = req.substr(paren + 1, req.size() - paren - 2);
+  size_t start = 0;
+  for (size_t i = 0; i <= inner.size(); ++i) {
+    if (i == inner.size() || inner[i] == ',') {
+      values.insert(std::string(Trim(inner.substr(start, i - start))));
+      start = i + 1;
+    }
+  }
+  auto it = labels.find(std::string(key));
+  bool in = it != labels.end() && values.count(it->second) > 0;
+  return op == "in" ? in : !in;
+}
+
+// Equality-based: "key=value", "key==value", "key!=value"; `op_pos` is the first '!' or '='.
+StatusOr<bool> MatchesEqualityRequirement(std::string_view req, size_t op_pos,
+                                          const LabelMap& labels) {
+  std::string_view key = Trim(req.substr(0, op_pos));
+  bool negate = false;
+  size_t value_pos;
+  if (req.substr(op_pos, 2) == "!=") {
+    negate = true;
+    value_pos = op_pos + 2;
+  } else if (req.substr(op_pos, 2) == "==") {
+    value_pos = op_pos + 2;
+  } else if (req[op_pos] == '=') {
+    value_pos = op_pos + 1;
+  } else {
+    return MalformedRequirement(req);
+  }
+  std::string_view value = Trim(req.substr(value_pos));
+  if (!ValidLabelToken(key)) return MalformedRequirement(req);
+  auto it = labels.find(std::string(key));
+  bool eq = it != labels.end() && it->second == value;
+  return negate ? !eq : eq;
+}
+
+// Whether `labels` satisfy one non-empty requirement of a selector.
+StatusOr<bool> MatchesRequirement(std::string_view req, const LabelMap& labels) {
+  size_t paren = req.find('(');
+  if (paren != std::string_view::npos) return MatchesSetRequirement(req, paren, labels);
+  if (req[0] == '!') {  // "!key": the label is absent
+    std::string_view key = Trim(req.substr(1));
+    if (!ValidLabelToken(key)) return MalformedRequirement(req);
+    return labels.count(std::string(key)) == 0;
+  }
+  size_t op_pos = req.find_first_of("!=");
+  if (op_pos == std::string_view::npos) {  // "key": the label is present
+    if (!ValidLabelToken(req)) return MalformedRequirement(req);
+    return labels.count(std::string(req)) > 0;
+  }
+  return MatchesEqualityRequirement(req, op_pos, labels);
+}
+
+}  // namespace
+
 StatusOr<bool> MatchesLabelSelector(const Json& obj, std::string_view selector) {
   selector = Trim(selector);
   if (selector.empty()) return true;
@@ -183,70 +257,9 @@ StatusOr<bool> MatchesLabelSelector(const Json& obj, std::string_view selector) 
   for (std::string_view req : SplitRequirements(selector)) {
     if (req.empty())
       return Status(StatusCode::kInvalidArgument, "empty requirement in label selector");
-    auto bad = [&] {
-      return Status(StatusCode::kInvalidArgument,
-                    "malformed label selector requirement \"" + std::string(req) + "\"");
-    };
-    // Set-based: "key in (a,b)", "key notin (a)".
-    size_t paren = req.find('(');
-    if (paren != std::string_view::npos) {
-      if (req.back() != ')') return bad();
-      std::string_view head = Trim(req.substr(0, paren));
-      size_t sp = head.find_last_of(" \t");
-      if (sp == std::string_view::npos) return bad();
-      std::string_view key = Trim(head.substr(0, sp));
-      std::string_view op = Trim(head.substr(sp + 1));
-      if (!ValidLabelToken(key) || (op != "in" && op != "notin")) return bad();
-      std::set<std::string> values;
-      std::string_view inner = req.substr(paren + 1, req.size() - paren - 2);
-      size_t start = 0;
-      for (size_t i = 0; i <= inner.size(); ++i) {
-        if (i == inner.size() || inner[i] == ',') {
-          values.insert(std::string(Trim(inner.substr(start, i - start))));
-          start = i + 1;
-        }
-      }
-      auto it = labels.find(std::string(key));
-      bool in = it != labels.end() && values.count(it->second) > 0;
-      if (op == "in" ? !in : in) matched = false;
-      continue;
-    }
-    if (req[0] == '!') {
-      std::string_view key = Trim(req.substr(1));
-      if (!ValidLabelToken(key)) return bad();
-      if (labels.count(std::string(key))) {
-        matched = false;
-        continue;
-      }
-      continue;
-    }
-    size_t op_pos = req.find_first_of("!=");
-    if (op_pos == std::string_view::npos) {
-      if (!ValidLabelToken(req)) return bad();
-      if (!labels.count(std::string(req))) {
-        matched = false;
-        continue;
-      }
-      continue;
-    }
-    std::string_view key = Trim(req.substr(0, op_pos));
-    bool negate = false;
-    size_t value_pos;
-    if (req.substr(op_pos, 2) == "!=") {
-      negate = true;
-      value_pos = op_pos + 2;
-    } else if (req.substr(op_pos, 2) == "==") {
-      value_pos = op_pos + 2;
-    } else if (req[op_pos] == '=') {
-      value_pos = op_pos + 1;
-    } else {
-      return bad();
-    }
-    std::string_view value = Trim(req.substr(value_pos));
-    if (!ValidLabelToken(key)) return bad();
-    auto it = labels.find(std::string(key));
-    bool eq = it != labels.end() && it->second == value;
-    if (negate ? eq : !eq) matched = false;
+    auto req_matched = MatchesRequirement(req, labels);
+    if (!req_matched.ok()) return req_matched.status();
+    if (!*req_matched) matched = false;
   }
   return matched;
 }

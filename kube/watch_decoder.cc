@@ -24,63 +24,13 @@ Status JsonStreamDecoder::Feed(std::string_view chunk,
   while (scan_pos_ < buffer_.size()) {
     char c = buffer_[scan_pos_];
     if (depth_ == 0) {
-      // Between values: skip whitespace; a value must open with '{' or '['.
-      if (std::isspace(static_cast<unsigned char>(c))) {
-        ++scan_pos_;
-        consumed_ = scan_pos_;
-        continue;
-      }
-      if (c != '{' && c != '[') {
+      if (!ScanBetweenValues(c)) {
         std::string near = buffer_.substr(scan_pos_, 32);
         return Fail("expected '{' or '[' at the start of a value, got \"" + near + "\"");
       }
-      consumed_ = scan_pos_;
-      depth_ = 1;
-      ++scan_pos_;
       continue;
     }
-    if (in_string_) {
-      if (escape_) {
-        escape_ = false;
-      } else if (c == '\\') {
-        escape_ = true;
-      } else if (c == '"') {
-        in_string_ = false;
-      }
-      ++scan_pos_;
-      continue;
-    }
-    switch (c) {
-      case '"':
-        in_string_ = true;
-        break;
-      case '{':
-      case '[':
-        ++depth_;
-        break;
-      case '}':
-      case ']':
-        --depth_;
-        break;
-      default:
-        break;
-    }
-    ++scan_pos_;
-    if (depth_ == 0) {
-      std::string_view text(buffer_.data() + consumed_, scan_pos_ - consumed_);
-      nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-      if (value.is_discarded()) {
-        return Fail("malformed JSON value: \"" + std::string(text.substr(0, 64)) +
-                    (text.size() > 64 ? "...\"" : "\""));
-      }
-      consumed_ = scan_pos_;
-      Status s = on_value(std::move(value));
-      if (!s.ok()) {
-        failed_ = true;
-        failure_ = s;
-        return s;
-      }
-    }
+    if (ScanInValue(c)) NVL72_RETURN_IF_ERROR(EmitValue(on_value));
   }
   // Drop consumed bytes so the buffer holds at most one partial value.
   if (consumed_ > 0) {
@@ -90,6 +40,68 @@ Status JsonStreamDecoder::Feed(std::string_view chunk,
   }
   if (buffer_.size() > max_value_bytes_) {
     return Fail("value larger than " + std::to_string(max_value_bytes_) + " bytes");
+  }
+  return Status::Ok();
+}
+
+bool JsonStreamDecoder::ScanBetweenValues(char c) {
+  // Between values: skip whitespace; a value must open with '{' or '['.
+  if (std::isspace(static_cast<unsigned char>(c))) {
+    ++scan_pos_;
+    consumed_ = scan_pos_;
+    return true;
+  }
+  if (c != '{' && c != '[') return false;
+  consumed_ = scan_pos_;
+  depth_ = 1;
+  ++scan_pos_;
+  return true;
+}
+
+bool JsonStreamDecoder::ScanInValue(char c) {
+  if (in_string_) {
+    if (escape_) {
+      escape_ = false;
+    } else if (c == '\\') {
+      escape_ = true;
+    } else if (c == '"') {
+      in_string_ = false;
+    }
+    ++scan_pos_;
+    return false;
+  }
+  switch (c) {
+    case '"':
+      in_string_ = true;
+      break;
+    case '{':
+    case '[':
+      ++depth_;
+      break;
+    case '}':
+    case ']':
+      --depth_;
+      break;
+    default:
+      break;
+  }
+  ++scan_pos_;
+  return depth_ == 0;
+}
+
+Status JsonStreamDecoder::EmitValue(const std::function<Status(nlohmann::json&&)>& on_value) {
+  std::string_view text(buffer_.data() + consumed_, scan_pos_ - consumed_);
+  nlohmann::json value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) {
+    return Fail("malformed JSON value: \"" + std::string(text.substr(0, 64)) +
+                (text.size() > 64 ? "...\"" : "\""));
+  }
+  consumed_ = scan_pos_;
+  Status s = on_value(std::move(value));
+  if (!s.ok()) {
+    failed_ = true;
+    failure_ = s;
+    return s;
   }
   return Status::Ok();
 }

@@ -36,6 +36,13 @@ class JsonStreamDecoder {
 
  private:
   Status Fail(std::string message);
+  // One byte between values (scan_pos_ points at `c`): skips whitespace or opens a value; false,
+  // consuming nothing, on anything else.
+  bool ScanBetweenValues(char c);
+  // One byte inside a value: true when it closes the value.
+  bool ScanInValue(char c);
+  // Parses the value that ends at scan_pos_ and hands it to `on_value`.
+  Status EmitValue(const std::function<Status(nlohmann::json&&)>& on_value);
 
   std::string buffer_;
   size_t consumed_ = 0;  // bytes of buffer_ already handed out as values

@@ -137,6 +137,56 @@ void ClusterCache::MarkDirty() {
   cv_.notify_all();
 }
 
+const ClusterCache::PodMemo& ClusterCache::MemoOf(const kube::ObjectPtr& obj,
+                                                  std::unordered_map<const Json*, PodMemo>& memo) {
+  auto old = pod_memo_.find(obj.get());
+  const auto it =
+      old != pod_memo_.end()
+          ? memo.emplace(obj.get(), std::move(old->second)).first
+          : memo.emplace(obj.get(),
+                         PodMemo{obj, kube::KeyOf(*obj),
+                                 model::PodFactsOf(*obj, options_.view.cluster.gpu_resource)})
+                .first;
+  return it->second;
+}
+
+std::vector<const model::PodFacts*> ClusterCache::PodFactsWithAssumed(
+    const std::vector<kube::ObjectPtr>& pods, const std::map<std::string, Assumed>& assumed,
+    std::vector<model::PodFacts>* overridden, std::vector<std::string>* settled) {
+  std::unordered_map<const Json*, PodMemo> memo;
+  memo.reserve(pods.size());
+  std::vector<const model::PodFacts*> p;
+  p.reserve(pods.size());
+  size_t assumed_seen = 0;
+  const auto now = clock_->Now();
+  for (const kube::ObjectPtr& obj : pods) {
+    const PodMemo& m = MemoOf(obj, memo);
+    const model::PodFacts* facts = &m.facts;
+    if (!assumed.empty()) {
+      if (auto a = assumed.find(m.key); a != assumed.end()) {
+        ++assumed_seen;
+        if (now - a->second.at > options_.assume_ttl || !m.facts.node_name.empty()) {
+          settled->push_back(m.key);
+        } else {
+          overridden->push_back(m.facts);
+          overridden->back().node_name = a->second.node;
+          facts = &overridden->back();
+        }
+      }
+    }
+    p.push_back(facts);
+  }
+  if (assumed_seen < assumed.size()) {  // assumed pods no longer in the cache
+    std::unordered_set<std::string_view> listed;
+    for (const auto& [obj, m] : memo) listed.insert(m.key);
+    for (const auto& [key, a] : assumed) {
+      if (!listed.contains(key)) settled->push_back(key);
+    }
+  }
+  pod_memo_ = std::move(memo);  // entries of objects gone or replaced are dropped
+  return p;
+}
+
 void ClusterCache::RebuildNow() {
   std::lock_guard<std::mutex> rl(rebuild_mu_);
   const bool synced = AllSynced();
@@ -153,48 +203,11 @@ void ClusterCache::RebuildNow() {
   // Pod facts from the memo (the JSON is read only for objects new since the last rebuild), with
   // the assumed bindings: a pod this extender bound that the cache still shows unbound counts on
   // its node; one the cache shows bound (or gone), or older than the TTL, is forgotten.
-  std::unordered_map<const Json*, PodMemo> memo;
-  memo.reserve(pods.size());
   std::vector<model::PodFacts> overridden;
   overridden.reserve(assumed.size());  // never reallocates: pointers into it are taken below
-  std::vector<const model::PodFacts*> p;
-  p.reserve(pods.size());
   std::vector<std::string> settled;
-  size_t assumed_seen = 0;
-  const auto now = clock_->Now();
-  for (const kube::ObjectPtr& obj : pods) {
-    auto old = pod_memo_.find(obj.get());
-    const auto it =
-        old != pod_memo_.end()
-            ? memo.emplace(obj.get(), std::move(old->second)).first
-            : memo.emplace(obj.get(),
-                           PodMemo{obj, kube::KeyOf(*obj),
-                                   model::PodFactsOf(*obj, options_.view.cluster.gpu_resource)})
-                  .first;
-    const PodMemo& m = it->second;
-    const model::PodFacts* facts = &m.facts;
-    if (!assumed.empty()) {
-      if (auto a = assumed.find(m.key); a != assumed.end()) {
-        ++assumed_seen;
-        if (now - a->second.at > options_.assume_ttl || !m.facts.node_name.empty()) {
-          settled.push_back(m.key);
-        } else {
-          overridden.push_back(m.facts);
-          overridden.back().node_name = a->second.node;
-          facts = &overridden.back();
-        }
-      }
-    }
-    p.push_back(facts);
-  }
-  if (assumed_seen < assumed.size()) {  // assumed pods no longer in the cache
-    std::unordered_set<std::string_view> listed;
-    for (const auto& [obj, m] : memo) listed.insert(m.key);
-    for (const auto& [key, a] : assumed) {
-      if (!listed.contains(key)) settled.push_back(key);
-    }
-  }
-  pod_memo_ = std::move(memo);  // entries of objects gone or replaced are dropped
+  const std::vector<const model::PodFacts*> p =
+      PodFactsWithAssumed(pods, assumed, &overridden, &settled);
 
   std::vector<const Json*> n, j;
   n.reserve(nodes.size());

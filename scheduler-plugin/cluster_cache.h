@@ -137,6 +137,17 @@ class ClusterCache : public ViewSource {
   };
   std::unordered_map<const Json*, PodMemo> pod_memo_;  // guarded by rebuild_mu_
   std::jthread thread_;
+
+  // Steps of RebuildNow(), under rebuild_mu_.
+  // The memo entry of pod `obj`, put in `memo`: moved from pod_memo_, or made from the pod's JSON
+  // if the object is new since the last rebuild.
+  const PodMemo& MemoOf(const kube::ObjectPtr& obj, std::unordered_map<const Json*, PodMemo>& memo);
+  // The facts of `pods` (pointers into the new pod_memo_, or into `*overridden` for pods bound by
+  // Assume() that the cache still shows unbound; the caller reserves `assumed.size()` entries in
+  // it). The keys of the `assumed` entries to forget go to `*settled`.
+  std::vector<const model::PodFacts*> PodFactsWithAssumed(
+      const std::vector<kube::ObjectPtr>& pods, const std::map<std::string, Assumed>& assumed,
+      std::vector<model::PodFacts>* overridden, std::vector<std::string>* settled);
 };
 
 }  // namespace nvl72::extender

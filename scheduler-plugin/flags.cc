@@ -67,89 +67,128 @@ Status ParseListen(const std::string& value, std::string* host, int* port) {
   return Status::Ok();
 }
 
-StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
-  Flags f;
-  using Setter = std::function<Status(const std::string&)>;
-  auto str = [](std::string* dst) -> Setter {
-    return [dst](const std::string& v) {
-      *dst = v;
-      return Status::Ok();
-    };
-  };
-  auto num = [](const char* name, long long lo, long long hi, auto* dst) -> Setter {
-    return [=](const std::string& v) {
-      long long x = 0;
-      if (!ParseInt(v, lo, hi, &x)) {
-        return InvalidArgumentError(std::string(name) + ": want an integer in " +
-                                    std::to_string(lo) + ".." + std::to_string(hi) + ", got \"" +
-                                    v + "\"");
-      }
-      *dst = static_cast<std::remove_pointer_t<decltype(dst)>>(x);
-      return Status::Ok();
-    };
-  };
-  int request_timeout_ms = 10000;
-  const std::map<std::string, Setter> valued = {
-      {"--kubeconfig", str(&f.kubeconfig)},
-      {"--context", str(&f.context)},
-      {"--listen",
-       [&](const std::string& v) { return ParseListen(v, &f.server.host, &f.server.port); }},
-      {"--prefix",
-       [&](const std::string& v) {
-         std::string p = v;
-         while (!p.empty() && p.back() == '/') p.pop_back();
-         if (!p.empty() && p.front() != '/') p = "/" + p;
-         f.server.prefix = p;
-         return Status::Ok();
-       }},
-      {"--tls-cert", str(&f.server.tls_cert)},
-      {"--tls-key", str(&f.server.tls_key)},
-      {"--client-ca", str(&f.server.client_ca)},
-      {"--policy", str(&f.extender.policy)},
-      {"--score-normalization",
-       [&](const std::string& v) {
-         if (v == "rank") {
-           f.extender.normalization = ScoreNormalization::kRank;
-         } else if (v == "linear") {
-           f.extender.normalization = ScoreNormalization::kLinear;
-         } else {
-           return InvalidArgumentError("--score-normalization: want rank or linear, got \"" + v +
-                                       "\"");
-         }
-         return Status::Ok();
-       }},
-      {"--spares-per-domain", num("--spares-per-domain", 0, 1000, &f.extender.spares_per_domain)},
-      {"--domain-label", str(&f.domain_label)},
-      {"--domain-label-fallback", str(&f.domain_label_fallback)},
-      {"--gpu-resource", str(&f.extender.gpu_resource)},
-      {"--workers", num("--workers", 1, 1024, &f.server.workers)},
-      {"--max-body-bytes", num("--max-body-bytes", 1024, 1LL << 32, &f.server.max_body_bytes)},
-      {"--request-timeout-ms", num("--request-timeout-ms", 1, 600000, &request_timeout_ms)},
-      {"--min-rebuild-interval-ms",
-       num("--min-rebuild-interval-ms", 0, 60000, &f.min_rebuild_interval_ms)},
-      {"--log-level",
-       [&](const std::string& v) {
-         if (v != "debug" && v != "info" && v != "warning" && v != "error") {
-           return InvalidArgumentError("--log-level: want debug, info, warning or error, got \"" +
-                                       v + "\"");
-         }
-         f.log_level = v;
-         return Status::Ok();
-       }},
-      {"--log-format",
-       [&](const std::string& v) {
-         if (v != "text" && v != "json") {
-           return InvalidArgumentError("--log-format: want text or json, got \"" + v + "\"");
-         }
-         f.log_format = v;
-         return Status::Ok();
-       }},
-  };
-  const std::map<std::string, bool*> booleans = {{"--keep-off-spares", &f.extender.keep_off_spares},
-                                                 {"--help", &f.help},
-                                                 {"-h", &f.help},
-                                                 {"--version", &f.version}};
+namespace {
 
+using Setter = std::function<Status(const std::string&)>;
+
+// The flags: where each one's value goes. Parsing and checks are in the setters.
+struct FlagTable {
+  std::map<std::string, Setter> valued;
+  std::map<std::string, bool*> booleans;
+};
+
+Setter Str(std::string* dst) {
+  return [dst](const std::string& v) {
+    *dst = v;
+    return Status::Ok();
+  };
+}
+
+template <typename T>
+Setter Num(const char* name, long long lo, long long hi, T* dst) {
+  return [=](const std::string& v) {
+    long long x = 0;
+    if (!ParseInt(v, lo, hi, &x)) {
+      return InvalidArgumentError(std::string(name) + ": want an integer in " + std::to_string(lo) +
+                                  ".." + std::to_string(hi) + ", got \"" + v + "\"");
+    }
+    *dst = static_cast<T>(x);
+    return Status::Ok();
+  };
+}
+
+// A setter calling `set(value, dst)`.
+template <typename T>
+Setter With(Status (*set)(const std::string&, T*), T* dst) {
+  return [set, dst](const std::string& v) { return set(v, dst); };
+}
+
+Setter Listen(ServerOptions* server) {
+  return [server](const std::string& v) { return ParseListen(v, &server->host, &server->port); };
+}
+
+Status SetPrefix(const std::string& v, std::string* dst) {
+  std::string p = v;
+  while (!p.empty() && p.back() == '/') p.pop_back();
+  if (!p.empty() && p.front() != '/') p = "/" + p;
+  *dst = p;
+  return Status::Ok();
+}
+
+Status SetScoreNormalization(const std::string& v, ScoreNormalization* dst) {
+  if (v == "rank") {
+    *dst = ScoreNormalization::kRank;
+  } else if (v == "linear") {
+    *dst = ScoreNormalization::kLinear;
+  } else {
+    return InvalidArgumentError("--score-normalization: want rank or linear, got \"" + v + "\"");
+  }
+  return Status::Ok();
+}
+
+Status SetLogLevel(const std::string& v, std::string* dst) {
+  if (v != "debug" && v != "info" && v != "warning" && v != "error") {
+    return InvalidArgumentError("--log-level: want debug, info, warning or error, got \"" + v +
+                                "\"");
+  }
+  *dst = v;
+  return Status::Ok();
+}
+
+Status SetLogFormat(const std::string& v, std::string* dst) {
+  if (v != "text" && v != "json") {
+    return InvalidArgumentError("--log-format: want text or json, got \"" + v + "\"");
+  }
+  *dst = v;
+  return Status::Ok();
+}
+
+// The table of flags, writing into `f` (and `*request_timeout_ms`, applied to `f` afterwards).
+FlagTable MakeFlagTable(Flags& f, int* request_timeout_ms) {
+  FlagTable t;
+  t.valued = {
+      {"--kubeconfig", Str(&f.kubeconfig)},
+      {"--context", Str(&f.context)},
+      {"--listen", Listen(&f.server)},
+      {"--prefix", With(SetPrefix, &f.server.prefix)},
+      {"--tls-cert", Str(&f.server.tls_cert)},
+      {"--tls-key", Str(&f.server.tls_key)},
+      {"--client-ca", Str(&f.server.client_ca)},
+      {"--policy", Str(&f.extender.policy)},
+      {"--score-normalization", With(SetScoreNormalization, &f.extender.normalization)},
+      {"--spares-per-domain", Num("--spares-per-domain", 0, 1000, &f.extender.spares_per_domain)},
+      {"--domain-label", Str(&f.domain_label)},
+      {"--domain-label-fallback", Str(&f.domain_label_fallback)},
+      {"--gpu-resource", Str(&f.extender.gpu_resource)},
+      {"--workers", Num("--workers", 1, 1024, &f.server.workers)},
+      {"--max-body-bytes", Num("--max-body-bytes", 1024, 1LL << 32, &f.server.max_body_bytes)},
+      {"--request-timeout-ms", Num("--request-timeout-ms", 1, 600000, request_timeout_ms)},
+      {"--min-rebuild-interval-ms",
+       Num("--min-rebuild-interval-ms", 0, 60000, &f.min_rebuild_interval_ms)},
+      {"--log-level", With(SetLogLevel, &f.log_level)},
+      {"--log-format", With(SetLogFormat, &f.log_format)},
+  };
+  t.booleans = {{"--keep-off-spares", &f.extender.keep_off_spares},
+                {"--help", &f.help},
+                {"-h", &f.help},
+                {"--version", &f.version}};
+  return t;
+}
+
+// A boolean flag: bare, "=true" or "=false".
+Status SetBoolean(const std::string& name, bool has_value, const std::string& value, bool* dst) {
+  if (!has_value || value == "true") {
+    *dst = true;
+  } else if (value == "false") {
+    *dst = false;
+  } else {
+    return InvalidArgumentError(name + ": want true or false, got \"" + value + "\"");
+  }
+  return Status::Ok();
+}
+
+// Applies every flag of `args` through `table`, in order; the first error.
+Status ApplyFlags(const std::vector<std::string>& args, const FlagTable& table) {
   for (size_t i = 0; i < args.size(); ++i) {
     std::string name = args[i], value;
     bool has_value = false;
@@ -158,32 +197,42 @@ StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
       name = name.substr(0, eq);
       has_value = true;
     }
-    if (auto b = booleans.find(name); b != booleans.end()) {
-      if (!has_value || value == "true") {
-        *b->second = true;
-      } else if (value == "false") {
-        *b->second = false;
-      } else {
-        return InvalidArgumentError(name + ": want true or false, got \"" + value + "\"");
-      }
+    if (auto b = table.booleans.find(name); b != table.booleans.end()) {
+      NVL72_RETURN_IF_ERROR(SetBoolean(name, has_value, value, b->second));
       continue;
     }
-    auto v = valued.find(name);
-    if (v == valued.end()) return InvalidArgumentError("unknown flag " + name + " (see --help)");
+    auto v = table.valued.find(name);
+    if (v == table.valued.end()) {
+      return InvalidArgumentError("unknown flag " + name + " (see --help)");
+    }
     if (!has_value) {
       if (i + 1 >= args.size()) return InvalidArgumentError(name + " needs a value");
       value = args[++i];
     }
     NVL72_RETURN_IF_ERROR(v->second(value));
   }
-  f.server.read_timeout = std::chrono::milliseconds(request_timeout_ms);
-  f.server.write_timeout = std::chrono::milliseconds(request_timeout_ms);
-  if (f.server.tls_cert.empty() != f.server.tls_key.empty()) {
+  return Status::Ok();
+}
+
+Status CheckTls(const ServerOptions& server) {
+  if (server.tls_cert.empty() != server.tls_key.empty()) {
     return InvalidArgumentError("--tls-cert and --tls-key go together");
   }
-  if (!f.server.client_ca.empty() && f.server.tls_cert.empty()) {
+  if (!server.client_ca.empty() && server.tls_cert.empty()) {
     return InvalidArgumentError("--client-ca needs --tls-cert and --tls-key");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<Flags> ParseFlags(const std::vector<std::string>& args) {
+  Flags f;
+  int request_timeout_ms = 10000;
+  NVL72_RETURN_IF_ERROR(ApplyFlags(args, MakeFlagTable(f, &request_timeout_ms)));
+  f.server.read_timeout = std::chrono::milliseconds(request_timeout_ms);
+  f.server.write_timeout = std::chrono::milliseconds(request_timeout_ms);
+  NVL72_RETURN_IF_ERROR(CheckTls(f.server));
   return f;
 }
 

@@ -3,7 +3,9 @@
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -55,10 +57,12 @@ void Log(int level, const std::string& msg, const LogKeys& keys = {}) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  using namespace nvl72;
-  using namespace nvl72::extender;
-  std::vector<std::string> args(argv + 1, argv + argc);
+namespace nvl72::extender {
+namespace {
+
+// Parses the flags and sets the log level and format. An exit code when there is nothing more to
+// do: bad flags (2), --help or --version (0).
+std::optional<int> ParseFlagsAndSetUpLogging(const std::vector<std::string>& args, Flags* out) {
   auto flags = ParseFlags(args);
   if (!flags.ok()) {
     std::cerr << "nvl72-extender: " << flags.status().message() << "\n";
@@ -77,7 +81,12 @@ int main(int argc, char** argv) {
             : flags->log_level == "info"    ? 1
             : flags->log_level == "warning" ? 2
                                             : 3;
+  *out = std::move(*flags);
+  return std::nullopt;
+}
 
+// Blocks SIGINT and SIGTERM (returned, for sigtimedwait) and ignores SIGPIPE.
+sigset_t BlockShutdownSignals() {
   // Signals are taken synchronously by the main thread; every other thread inherits the mask.
   sigset_t sigs;
   sigemptyset(&sigs);
@@ -85,38 +94,42 @@ int main(int argc, char** argv) {
   sigaddset(&sigs, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  return sigs;
+}
 
-  auto extender = Extender::Create(flags->extender);
-  if (!extender.ok()) {
-    std::cerr << "nvl72-extender: " << extender.status().message() << "\n";
-    return 2;
-  }
-  StatusOr<kube::Config> config = flags->kubeconfig.empty()
+// Loads the kube config into `*config` and makes a client whose credentials the API server accepts.
+// nullptr (the reason logged) if any step fails.
+std::unique_ptr<kube::HttpClient> ConnectToApiServer(const Flags& flags, kube::Config* config) {
+  StatusOr<kube::Config> loaded = flags.kubeconfig.empty()
                                       ? kube::InClusterConfig()
-                                      : kube::LoadKubeconfig(flags->kubeconfig, flags->context);
-  if (!config.ok()) {
-    Log(3, "kube config: " + config.status().ToString());
-    return 1;
+                                      : kube::LoadKubeconfig(flags.kubeconfig, flags.context);
+  if (!loaded.ok()) {
+    Log(3, "kube config: " + loaded.status().ToString());
+    return nullptr;
   }
+  *config = std::move(*loaded);
   config->user_agent = std::string("nvl72-extender/") + NVL72_VERSION_STRING;
   auto client = kube::HttpClient::Create(*config);
   if (!client.ok()) {
     Log(3, "kube client: " + client.status().ToString());
-    return 1;
+    return nullptr;
   }
-
   // A wrong or revoked token would leave the informers retrying (and /readyz 503) without a word.
   if (Status s = kube::CheckCredentials(client->get(), kube::kNodes); !s.ok()) {
     Log(3,
         "the API server rejected our credentials (" + config->DebugString() + "): " + s.ToString());
-    return 1;
+    return nullptr;
   }
+  return std::move(*client);
+}
+
+ClusterCacheOptions MakeCacheOptions(const Flags& flags) {
   ClusterCacheOptions cache_options;
-  cache_options.view.spares_per_domain = flags->extender.spares_per_domain;
-  cache_options.view.cluster.domain_label = flags->domain_label;
-  cache_options.view.cluster.domain_label_fallback = flags->domain_label_fallback;
-  cache_options.view.cluster.gpu_resource = flags->extender.gpu_resource;
-  cache_options.min_rebuild_interval = std::chrono::milliseconds(flags->min_rebuild_interval_ms);
+  cache_options.view.spares_per_domain = flags.extender.spares_per_domain;
+  cache_options.view.cluster.domain_label = flags.domain_label;
+  cache_options.view.cluster.domain_label_fallback = flags.domain_label_fallback;
+  cache_options.view.cluster.gpu_resource = flags.extender.gpu_resource;
+  cache_options.min_rebuild_interval = std::chrono::milliseconds(flags.min_rebuild_interval_ms);
   // A token revoked or expired while we run, RBAC taken away, the API server gone: the informers
   // retry with backoff and keep their caches; say so (counts: nvl72_extender_watch_errors_total).
   cache_options.on_informer_error = [](const kube::ResourceRef& r, const Status& s, int64_t n) {
@@ -124,40 +137,41 @@ int main(int argc, char** argv) {
     if (sev != kube::InformerErrorSeverity::kNone)
       Log(static_cast<int>(sev), kube::DescribeInformerError(r, s, n));
   };
-  // Without the NVL72Job CRD the extender still works from pod labels/annotations (e.g. before the
-  // operator is installed); it does not pick the CRD up later without a restart.
-  {
-    kube::ListOptions probe;
-    probe.limit = 1;
-    auto jobs = (*client)->List(cache_options.jobs_resource, "", probe);
-    if (!jobs.ok() && kube::IsNotFound(jobs.status())) {
-      Log(2, "NVL72Job CRD not served (" + jobs.status().message() +
-                 "): gang ranks come from pod annotations only, no node counts as reserved");
-      cache_options.watch_jobs = false;
-    }
-  }
-  Metrics metrics;
-  (*client)->SetRequestObserver([&metrics](std::string_view verb, int code, double seconds) {
-    metrics.ObserveApiRequest(verb, code, seconds);
-  });
-  ClusterCache cache(client->get(), kube::RealClock(), cache_options);
-  Service service(extender->get(), &cache, client->get(), &metrics);
-  service.SetLog([](int level, const std::string& msg, const Service::LogKeys& keys) {
-    Log(level, msg, keys);
-  });
-  Server server(flags->server, &service, &metrics);
-  if (Status s = server.Start(); !s.ok()) {
-    Log(3, "listen: " + s.ToString());
-    return 1;
-  }
-  cache.Start();
-  Log(1, std::string("serving ") + (server.tls() ? "https" : "http") + "://" + flags->server.host +
-             ":" + std::to_string(server.port()) + flags->server.prefix +
-             "/{filter,prioritize,bind,preempt}" + " policy=" + flags->extender.policy +
-             " spares-per-domain=" + std::to_string(flags->extender.spares_per_domain) +
-             " keep-off-spares=" + (flags->extender.keep_off_spares ? "true" : "false") +
-             " api=" + config->DebugString());
+  return cache_options;
+}
 
+// Without the NVL72Job CRD the extender still works from pod labels/annotations (e.g. before the
+// operator is installed); it does not pick the CRD up later without a restart.
+void DisableJobsIfCrdMissing(kube::Client* client, ClusterCacheOptions* cache_options) {
+  kube::ListOptions probe;
+  probe.limit = 1;
+  auto jobs = client->List(cache_options->jobs_resource, "", probe);
+  if (!jobs.ok() && kube::IsNotFound(jobs.status())) {
+    Log(2, "NVL72Job CRD not served (" + jobs.status().message() +
+               "): gang ranks come from pod annotations only, no node counts as reserved");
+    cache_options->watch_jobs = false;
+  }
+}
+
+void LogServing(const Flags& flags, const Server& server, const kube::Config& config) {
+  Log(1, std::string("serving ") + (server.tls() ? "https" : "http") + "://" + flags.server.host +
+             ":" + std::to_string(server.port()) + flags.server.prefix +
+             "/{filter,prioritize,bind,preempt}" + " policy=" + flags.extender.policy +
+             " spares-per-domain=" + std::to_string(flags.extender.spares_per_domain) +
+             " keep-off-spares=" + (flags.extender.keep_off_spares ? "true" : "false") +
+             " api=" + config.DebugString());
+}
+
+void LogSynced(const ClusterCache& cache) {
+  const auto view = cache.View();
+  Log(1, "caches synced: " + std::to_string(view->state.snapshot().nodes.size()) +
+             " GPU nodes in " + std::to_string(view->state.snapshot().domains.size()) +
+             " domains, " + std::to_string(view->state.reservations().size()) + " reservations");
+}
+
+// Returns on SIGINT or SIGTERM. Meanwhile, once a second: logs the first sync of the caches and
+// exports the cache's counters.
+void WaitForShutdownSignal(const sigset_t& sigs, const ClusterCache& cache, Metrics& metrics) {
   bool was_ready = false;
   int64_t rebuilds = 0;
   for (;;) {
@@ -165,15 +179,11 @@ int main(int argc, char** argv) {
     const int sig = sigtimedwait(&sigs, nullptr, &tick);
     if (sig == SIGINT || sig == SIGTERM) {
       Log(1, std::string("signal ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + ", shutting down");
-      break;
+      return;
     }
     if (!was_ready && cache.Ready()) {
       was_ready = true;
-      const auto view = cache.View();
-      Log(1, "caches synced: " + std::to_string(view->state.snapshot().nodes.size()) +
-                 " GPU nodes in " + std::to_string(view->state.snapshot().domains.size()) +
-                 " domains, " + std::to_string(view->state.reservations().size()) +
-                 " reservations");
+      LogSynced(cache);
     }
     const int64_t r = cache.rebuilds();
     if (r > rebuilds) {
@@ -183,6 +193,29 @@ int main(int argc, char** argv) {
     for (const auto& inf : cache.Informers())
       metrics.SetInformer(inf.resource, inf.stats, inf.objects);
   }
+}
+
+// Starts the server and the caches, serves until SIGINT or SIGTERM, then shuts down. The exit code.
+int Serve(const Flags& flags, const kube::Config& config, Extender* extender,
+          kube::HttpClient* client, const ClusterCacheOptions& cache_options,
+          const sigset_t& sigs) {
+  Metrics metrics;
+  client->SetRequestObserver([&metrics](std::string_view verb, int code, double seconds) {
+    metrics.ObserveApiRequest(verb, code, seconds);
+  });
+  ClusterCache cache(client, kube::RealClock(), cache_options);
+  Service service(extender, &cache, client, &metrics);
+  service.SetLog([](int level, const std::string& msg, const Service::LogKeys& keys) {
+    Log(level, msg, keys);
+  });
+  Server server(flags.server, &service, &metrics);
+  if (Status s = server.Start(); !s.ok()) {
+    Log(3, "listen: " + s.ToString());
+    return 1;
+  }
+  cache.Start();
+  LogServing(flags, server, config);
+  WaitForShutdownSignal(sigs, cache, metrics);
   // Keep-alive connections of the scheduler hold their workers until they idle out: give in-flight
   // requests a few seconds, then leave.
   std::thread([] {
@@ -193,4 +226,27 @@ int main(int argc, char** argv) {
   server.Stop();
   cache.Stop();
   return 0;
+}
+
+}  // namespace
+}  // namespace nvl72::extender
+
+int main(int argc, char** argv) {
+  using namespace nvl72;
+  using namespace nvl72::extender;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  Flags flags;
+  if (std::optional<int> done = ParseFlagsAndSetUpLogging(args, &flags)) return *done;
+  const sigset_t sigs = BlockShutdownSignals();
+  auto extender = Extender::Create(flags.extender);
+  if (!extender.ok()) {
+    std::cerr << "nvl72-extender: " << extender.status().message() << "\n";
+    return 2;
+  }
+  kube::Config config;
+  std::unique_ptr<kube::HttpClient> client = ConnectToApiServer(flags, &config);
+  if (client == nullptr) return 1;
+  ClusterCacheOptions cache_options = MakeCacheOptions(flags);
+  DisableJobsIfCrdMissing(client.get(), &cache_options);
+  return Serve(flags, config, extender->get(), client.get(), cache_options, sigs);
 }

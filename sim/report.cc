@@ -98,10 +98,12 @@ nlohmann::json ReportToJson(const RunReport& report) {
   return nlohmann::json{{"policies", policies}, {"config", config}};
 }
 
-std::string FormatTable(const RunReport& report) {
+namespace {
+
+// The run's configuration: the trace, the cluster, the failure model, preemption and defrag.
+void WriteConfig(std::ostream& out, const RunReport& report) {
   const SimConfig& c = report.config;
   const SimOptions& o = c.options;
-  std::ostringstream out;
   out << "trace " << c.trace_path << ": " << report.jobs << " jobs, "
       << Fixed(report.offered_gpu_hours, 0) << " GPU-hours over "
       << Fixed(report.trace_span_s / 86400, 1) << " days (load x" << Fixed(c.load, 2) << ")\n"
@@ -116,41 +118,59 @@ std::string FormatTable(const RunReport& report) {
       << DefragScopeName(c.defrag) << " (<= " << o.defrag.max_moves << " moves per plan, "
       << Fixed(o.defrag.min_interval_s, 0) << " s between plans, cooldown "
       << Fixed(o.defrag.cooldown_s, 0) << " s)\n\n";
+}
+
+// The table's columns and their widths; cells are right-aligned.
+const std::vector<std::pair<std::string, size_t>>& Columns() {
+  static const std::vector<std::pair<std::string, size_t>> kColumns = {
+      {"policy", 16},      {"usable", 8},       {"vs spread", 10},  {"wait mean h", 12},
+      {"wait p99 h", 11},  {"1-domain", 9},     {"in-place", 9},    {"stranded", 9},
+      {"makespan d", 11},  {"gang starts", 12}, {"gang fails", 11}, {"defrag moves", 13},
+      {"never placed", 13}};
+  return kColumns;
+}
+
+// The cells of policy `m`, one per column; "vs spread" compares with `spread` when it ran.
+std::vector<std::string> PolicyCells(const PolicyMetrics& m, const PolicyMetrics* spread) {
+  std::string vs = "-";
+  if (spread != nullptr && spread->usable_capacity > 0) {
+    vs = Fixed(m.usable_capacity / spread->usable_capacity, 2) + "x";
+  }
+  std::string in_place = m.gang_failures > 0 ? Fixed(m.in_place_recovery_ratio, 3) : "n/a";
+  std::string one_domain = m.gang_starts > 0 ? Fixed(m.single_domain_ratio, 3) : "n/a";
+  return {m.policy,
+          Fixed(m.usable_capacity, 3),
+          vs,
+          Fixed(m.wait_mean_s / 3600, 2),
+          Fixed(m.wait_p99_s / 3600, 2),
+          one_domain,
+          in_place,
+          Fixed(m.stranded_gpu_ratio, 3),
+          Fixed(m.makespan_s / 86400, 2),
+          std::to_string(m.gang_starts),
+          std::to_string(m.gang_failures),
+          std::to_string(m.defrag_moves),
+          std::to_string(m.jobs_never_placed)};
+}
+
+}  // namespace
+
+std::string FormatTable(const RunReport& report) {
+  std::ostringstream out;
+  WriteConfig(out, report);
   const PolicyMetrics* spread = nullptr;
   for (const PolicyMetrics& m : report.results) {
     if (m.policy == "spread") {
       spread = &m;
     }
   }
-  const std::vector<std::pair<std::string, size_t>> columns = {
-      {"policy", 16},      {"usable", 8},       {"vs spread", 10},  {"wait mean h", 12},
-      {"wait p99 h", 11},  {"1-domain", 9},     {"in-place", 9},    {"stranded", 9},
-      {"makespan d", 11},  {"gang starts", 12}, {"gang fails", 11}, {"defrag moves", 13},
-      {"never placed", 13}};
+  const auto& columns = Columns();
   for (const auto& [name, width] : columns) {
     out << Pad(name, width);
   }
   out << "\n";
   for (const PolicyMetrics& m : report.results) {
-    std::string vs = "-";
-    if (spread != nullptr && spread->usable_capacity > 0) {
-      vs = Fixed(m.usable_capacity / spread->usable_capacity, 2) + "x";
-    }
-    std::string in_place = m.gang_failures > 0 ? Fixed(m.in_place_recovery_ratio, 3) : "n/a";
-    std::string one_domain = m.gang_starts > 0 ? Fixed(m.single_domain_ratio, 3) : "n/a";
-    const std::vector<std::string> cells = {m.policy,
-                                            Fixed(m.usable_capacity, 3),
-                                            vs,
-                                            Fixed(m.wait_mean_s / 3600, 2),
-                                            Fixed(m.wait_p99_s / 3600, 2),
-                                            one_domain,
-                                            in_place,
-                                            Fixed(m.stranded_gpu_ratio, 3),
-                                            Fixed(m.makespan_s / 86400, 2),
-                                            std::to_string(m.gang_starts),
-                                            std::to_string(m.gang_failures),
-                                            std::to_string(m.defrag_moves),
-                                            std::to_string(m.jobs_never_placed)};
+    const std::vector<std::string> cells = PolicyCells(m, spread);
     for (size_t i = 0; i < cells.size(); ++i) {
       out << Pad(cells[i], columns[i].second);
     }

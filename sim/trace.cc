@@ -53,10 +53,74 @@ bool ParseNonNegative(std::string_view text, double& out) {
 
 }  // namespace
 
+namespace {
+
+// Field number of each of kColumns, as the header names them.
+using ColumnIndex = std::array<int, 4>;
+
+// The header: every column of kColumns must be there (in any order; others are ignored).
+Status ParseHeader(const std::vector<std::string_view>& fields, std::string_view file_name,
+                   int line_number, ColumnIndex& column_index) {
+  for (size_t f = 0; f < fields.size(); ++f) {
+    for (size_t c = 0; c < kColumns.size(); ++c) {
+      if (fields[f] == kColumns[c]) {
+        column_index[c] = static_cast<int>(f);
+      }
+    }
+  }
+  for (size_t c = 0; c < kColumns.size(); ++c) {
+    if (column_index[c] < 0) {
+      return LineError(file_name, line_number,
+                       "header lacks column '" + std::string(kColumns[c]) +
+                           "' (expected job_id,submission_time,duration,num_gpu)");
+    }
+  }
+  return Status::Ok();
+}
+
+// A job row: as many fields as the header, a non-empty id, non-negative times, positive GPUs.
+StatusOr<TraceJob> ParseJob(const std::vector<std::string_view>& fields, size_t header_fields,
+                            const ColumnIndex& column_index, std::string_view file_name,
+                            int line_number) {
+  if (fields.size() != header_fields) {
+    return LineError(file_name, line_number,
+                     "expected " + std::to_string(header_fields) + " fields, found " +
+                         std::to_string(fields.size()));
+  }
+  TraceJob job;
+  job.line = line_number;
+  job.id = std::string(fields[column_index[0]]);
+  if (job.id.empty()) {
+    return LineError(file_name, line_number, "job_id: empty");
+  }
+  const std::array<std::pair<int, double*>, 2> times = {std::pair{1, &job.submission_s},
+                                                        std::pair{2, &job.duration_s}};
+  for (const auto& [column, target] : times) {
+    std::string_view value = fields[column_index[column]];
+    if (!ParseNonNegative(value, *target)) {
+      return LineError(file_name, line_number,
+                       std::string(kColumns[column]) +
+                           ": expected a non-negative number of seconds, got '" +
+                           std::string(value) + "'");
+    }
+  }
+  std::string_view gpus = fields[column_index[3]];
+  int gpu_count = 0;
+  auto [ptr, ec] = std::from_chars(gpus.data(), gpus.data() + gpus.size(), gpu_count);
+  if (gpus.empty() || ec != std::errc() || ptr != gpus.data() + gpus.size() || gpu_count <= 0) {
+    return LineError(file_name, line_number,
+                     "num_gpu: expected a positive integer, got '" + std::string(gpus) + "'");
+  }
+  job.gpus = gpu_count;
+  return job;
+}
+
+}  // namespace
+
 StatusOr<Trace> ParseTrace(std::string_view text, std::string_view file_name) {
   Trace trace;
   trace.file = std::string(file_name);
-  std::array<int, 4> column_index = {-1, -1, -1, -1};
+  ColumnIndex column_index = {-1, -1, -1, -1};
   size_t header_fields = 0;
   bool have_header = false;
   int line_number = 0;
@@ -73,55 +137,16 @@ StatusOr<Trace> ParseTrace(std::string_view text, std::string_view file_name) {
     }
     std::vector<std::string_view> fields = SplitFields(line);
     if (!have_header) {
-      for (size_t f = 0; f < fields.size(); ++f) {
-        for (size_t c = 0; c < kColumns.size(); ++c) {
-          if (fields[f] == kColumns[c]) {
-            column_index[c] = static_cast<int>(f);
-          }
-        }
-      }
-      for (size_t c = 0; c < kColumns.size(); ++c) {
-        if (column_index[c] < 0) {
-          return LineError(file_name, line_number,
-                           "header lacks column '" + std::string(kColumns[c]) +
-                               "' (expected job_id,submission_time,duration,num_gpu)");
-        }
-      }
+      NVL72_RETURN_IF_ERROR(ParseHeader(fields, file_name, line_number, column_index));
       header_fields = fields.size();
       have_header = true;
       continue;
     }
-    if (fields.size() != header_fields) {
-      return LineError(file_name, line_number,
-                       "expected " + std::to_string(header_fields) + " fields, found " +
-                           std::to_string(fields.size()));
+    StatusOr<TraceJob> job = ParseJob(fields, header_fields, column_index, file_name, line_number);
+    if (!job.ok()) {
+      return job.status();
     }
-    TraceJob job;
-    job.line = line_number;
-    job.id = std::string(fields[column_index[0]]);
-    if (job.id.empty()) {
-      return LineError(file_name, line_number, "job_id: empty");
-    }
-    const std::array<std::pair<int, double*>, 2> times = {std::pair{1, &job.submission_s},
-                                                          std::pair{2, &job.duration_s}};
-    for (const auto& [column, target] : times) {
-      std::string_view value = fields[column_index[column]];
-      if (!ParseNonNegative(value, *target)) {
-        return LineError(file_name, line_number,
-                         std::string(kColumns[column]) +
-                             ": expected a non-negative number of seconds, got '" +
-                             std::string(value) + "'");
-      }
-    }
-    std::string_view gpus = fields[column_index[3]];
-    int gpu_count = 0;
-    auto [ptr, ec] = std::from_chars(gpus.data(), gpus.data() + gpus.size(), gpu_count);
-    if (gpus.empty() || ec != std::errc() || ptr != gpus.data() + gpus.size() || gpu_count <= 0) {
-      return LineError(file_name, line_number,
-                       "num_gpu: expected a positive integer, got '" + std::string(gpus) + "'");
-    }
-    job.gpus = gpu_count;
-    trace.jobs.push_back(std::move(job));
+    trace.jobs.push_back(std::move(*job));
   }
   if (!have_header) {
     return InvalidArgumentError(std::string(file_name) +
