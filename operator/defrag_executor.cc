@@ -18,8 +18,14 @@ using std::chrono::milliseconds;
 using Time = std::chrono::system_clock::time_point;
 
 constexpr std::string_view kReasonDefragmentation = "Defragmentation";
-// Waiting gangs (in admission order) a pass plans for at most; the rest wait for the next pass.
-constexpr int kMaxGangsPlannedPerPass = 3;
+
+// Times as placement's defragmentation rules take them: system_clock ticks since its epoch.
+using Ticks = std::chrono::system_clock::duration;
+
+std::optional<Ticks> SinceEpoch(std::optional<Time> t) {
+  if (!t) return std::nullopt;
+  return t->time_since_epoch();
+}
 
 std::optional<Time> LastMoveTime(const Json& job) {
   const Json& t = kube::AtPath(job, "/status/lastDefragMoveTime");
@@ -37,6 +43,142 @@ int IntAt(const Json& obj, std::string_view key) {
 
 std::string Secs(milliseconds d) { return std::to_string((d.count() + 999) / 1000) + "s"; }
 
+// The budget: nothing while a move is in flight (Moved True, not timed out), and the minimum
+// interval (placement::DefragIntervalEnd) since the last plan or the latest move of any job. False,
+// with the reason (and retry_after) in `out`, when no plan may be made now.
+bool BudgetAllowsPlan(const std::vector<const Json*>& jobs, const DefragOptions& options, Time now,
+                      std::optional<Time> last_plan, DefragDecision& out) {
+  int in_flight = 0;
+  std::optional<Time> latest = last_plan;
+  for (const Json* j : jobs) {
+    const auto moved_at = LastMoveTime(*j);
+    const bool timed_out = moved_at && now - *moved_at >= options.move_timeout;
+    if (model::ConditionIsTrue(*j, kConditionMoved) && model::HoldsReservation(*j) && !timed_out) {
+      ++in_flight;
+    }
+    if (moved_at && (!latest || *moved_at > *latest)) latest = moved_at;
+  }
+  if (in_flight > 0) {
+    out.reason = std::to_string(in_flight) + " job(s) still being moved";
+    return false;
+  }
+  const Ticks ticks = now.time_since_epoch();
+  if (auto end = placement::DefragIntervalEnd(SinceEpoch(latest), ticks, options.min_interval)) {
+    out.retry_after = duration_cast<milliseconds>(*end - ticks);
+    out.reason = "minimum interval between moves: next plan in " + Secs(*out.retry_after);
+    return false;
+  }
+  return true;
+}
+
+// The jobs holding GPUs, as the planner sees them (only stored placements can be moved), with the
+// job and spec of each for placing it again.
+struct RunningJobs {
+  std::vector<placement::RunningJob> planner;
+  std::vector<const Json*> jobs;
+  std::vector<model::JobSpec> specs;
+};
+
+RunningJobs CollectRunning(const model::ClusterState& state, const std::vector<const Json*>& jobs,
+                           const DefragOptions& options, Time now) {
+  RunningJobs out;
+  std::vector<std::optional<Ticks>> last_moves;
+  for (const Json* j : jobs) {
+    const std::string key = kube::KeyOf(*j);
+    const model::Reservation* r = state.FindReservation(key);
+    if (r == nullptr) continue;
+    auto stored = model::PlacementOf(*j);
+    auto spec = model::ParseJobSpec(kube::AtPath(*j, "/spec"));
+    if (!stored.ok() || !stored->has_value() || !spec.ok()) continue;
+    // The operator's own rules; the cooldown is placement::SelectDefragCandidates' below.
+    const bool movable = spec->preemptible && !kube::IsBeingDeleted(*j) &&
+                         !model::JobFinished(*j) &&
+                         !model::ConditionIsTrue(*j, model::kConditionRecovering) &&
+                         !model::ConditionIsTrue(*j, kConditionMoved);
+    placement::RunningJob rj{key, movable, {}};
+    for (placement::NodeId id : r->rank_nodes) {
+      if (id != placement::kNoNode) rj.gpus_on_node.emplace_back(id, r->gpus_per_replica);
+    }
+    out.planner.push_back(std::move(rj));
+    out.jobs.push_back(j);
+    out.specs.push_back(std::move(spec).value());
+    last_moves.push_back(SinceEpoch(LastMoveTime(*j)));
+  }
+  placement::SelectDefragCandidates(out.planner, last_moves, now.time_since_epoch(),
+                                    options.cooldown);
+  return out;
+}
+
+// Places moved job `i` on `after` (the waiting gang's nodes already taken) and reserves it there.
+// The move, or nullopt with `why_not` set when it finds no other nodes.
+std::optional<DefragMove> PlaceMovedJob(const placement::PlacementPolicy& policy,
+                                        model::ClusterState& after, const RunningJobs& running,
+                                        size_t i, const DefragOptions& options,
+                                        const std::string& wkey, std::string& why_not) {
+  const placement::GangRequest mreq =
+      model::JudgeJob(after, *running.jobs[i], running.specs[i], running.planner[i].key, 0,
+                      options.gpu_resource)
+          .request;
+  placement::GangDecision md = policy.PlaceGang(after.snapshot(), mreq);
+  if (!md.placed) {
+    why_not = wkey + ": " + running.planner[i].key + " would find no other nodes: " + md.reason;
+    return std::nullopt;
+  }
+  DefragMove move;
+  move.job = running.jobs[i];
+  move.key = running.planner[i].key;
+  move.from = **model::PlacementOf(*running.jobs[i]);
+  move.to = model::MakeJobPlacement(after.snapshot(), md.placement, kube::Name(*move.job),
+                                    running.specs[i].segment_size);
+  after.Reserve(move.key, running.specs[i].gpus_per_replica, move.to);
+  return move;
+}
+
+// Plans for one waiting gang and checks that the plan frees room: the gang fits in the freed domain
+// (placement::PlaceInFreedDomain) and then every moved job gets nodes elsewhere at once. True with
+// the decision in `out`, else false with `why_not` set.
+bool PlanForGang(const placement::PlacementPolicy& policy, const model::ClusterState& state,
+                 const DefragWaitingJob& w, const RunningJobs& running,
+                 const DefragOptions& options, DefragDecision& out, std::string& why_not) {
+  const std::string wkey = kube::KeyOf(*w.job);
+  const placement::Snapshot& snap = state.snapshot();
+  placement::DefragPlan plan =
+      placement::PlanDefrag(snap, policy, w.request, running.planner, options.max_concurrent_moves);
+  if (!plan.found || plan.moves.empty()) {
+    why_not = wkey + ": " + (plan.found ? "fits without moving anything" : plan.reason);
+    return false;
+  }
+  model::ClusterState after = state;
+  for (int m : plan.moves) after.Release(running.planner[static_cast<size_t>(m)].key);
+  const std::string dom_name = snap.domains[static_cast<size_t>(plan.domain)].name;
+  const auto g = placement::PlaceInFreedDomain(after.snapshot(), policy, w.request, plan.domain);
+  if (!g) {
+    why_not = wkey + ": moving the planned jobs would not make room in " + dom_name;
+    return false;
+  }
+  after.Reserve(
+      wkey, w.spec->gpus_per_replica,
+      model::MakeJobPlacement(after.snapshot(), *g, kube::Name(*w.job), w.spec->segment_size));
+  std::vector<DefragMove> moves;
+  for (int m : plan.moves) {
+    auto move =
+        PlaceMovedJob(policy, after, running, static_cast<size_t>(m), options, wkey, why_not);
+    if (!move) return false;
+    moves.push_back(std::move(*move));
+  }
+  out.execute = true;
+  out.waiting_job = w.job;
+  out.waiting_key = wkey;
+  out.domain = dom_name;
+  out.moves = std::move(moves);
+  out.reason = "moving " + std::to_string(out.moves.size()) + " preemptible job(s) (";
+  for (size_t i = 0; i < out.moves.size(); ++i) {
+    out.reason += (i > 0 ? ", " : "") + out.moves[i].key;
+  }
+  out.reason += ") to free " + dom_name + " for " + wkey;
+  return true;
+}
+
 }  // namespace
 
 DefragDecision PlanDefragMoves(const placement::PlacementPolicy& policy,
@@ -53,124 +195,14 @@ DefragDecision PlanDefragMoves(const placement::PlacementPolicy& policy,
     out.reason = "no job waits";
     return out;
   }
-
-  // Budget: nothing while a move is in flight; the minimum interval since the last plan.
-  int in_flight = 0;
-  std::optional<Time> latest = last_plan;
-  for (const Json* j : jobs) {
-    const auto moved_at = LastMoveTime(*j);
-    const bool timed_out = moved_at && now - *moved_at >= options.move_timeout;
-    if (model::ConditionIsTrue(*j, kConditionMoved) && model::HoldsReservation(*j) && !timed_out) {
-      ++in_flight;
-    }
-    if (auto t = LastMoveTime(*j); t && (!latest || *t > *latest)) latest = t;
-  }
-  if (in_flight > 0) {
-    out.reason = std::to_string(in_flight) + " job(s) still being moved";
-    return out;
-  }
-  if (latest && now - *latest < options.min_interval) {
-    out.retry_after = duration_cast<milliseconds>(*latest + options.min_interval - now);
-    out.reason = "minimum interval between moves: next plan in " + Secs(*out.retry_after);
-    return out;
-  }
-
-  // The jobs holding GPUs, as the planner sees them; only stored placements can be moved.
-  std::vector<placement::RunningJob> running;
-  std::vector<const Json*> running_jobs;
-  std::vector<model::JobSpec> running_specs;
-  for (const Json* j : jobs) {
-    const std::string key = kube::KeyOf(*j);
-    const model::Reservation* r = state.FindReservation(key);
-    if (r == nullptr) continue;
-    auto stored = model::PlacementOf(*j);
-    auto spec = model::ParseJobSpec(kube::AtPath(*j, "/spec"));
-    if (!stored.ok() || !stored->has_value() || !spec.ok()) continue;
-    const auto moved_at = LastMoveTime(*j);
-    const bool movable = spec->preemptible && !kube::IsBeingDeleted(*j) &&
-                         !model::JobFinished(*j) &&
-                         !model::ConditionIsTrue(*j, model::kConditionRecovering) &&
-                         !model::ConditionIsTrue(*j, kConditionMoved) &&
-                         !(moved_at && now - *moved_at < options.cooldown);
-    placement::RunningJob rj{key, movable, {}};
-    for (placement::NodeId id : r->rank_nodes) {
-      if (id != placement::kNoNode) rj.gpus_on_node.emplace_back(id, r->gpus_per_replica);
-    }
-    running.push_back(std::move(rj));
-    running_jobs.push_back(j);
-    running_specs.push_back(std::move(spec).value());
-  }
-
-  const placement::Snapshot& snap = state.snapshot();
-  int free_total = 0;
-  for (const auto& n : snap.nodes) {
-    if (n.Schedulable()) free_total += n.FreeGpus();
-  }
-
+  if (!BudgetAllowsPlan(jobs, options, now, last_plan, out)) return out;
+  const RunningJobs running = CollectRunning(state, jobs, options, now);
+  std::vector<placement::WaitingGang> gangs;
+  for (const DefragWaitingJob& w : waiting) gangs.push_back({w.spec->mode, w.request.TotalGpus()});
+  const int free_gpus = placement::FreeSchedulableGpus(state.snapshot());
   std::string why_not = "no waiting Required gang has enough free GPUs in total";
-  int tried = 0;
-  for (const DefragWaitingJob& w : waiting) {
-    if (w.spec->mode != placement::TopologyMode::kRequired) continue;
-    const std::string wkey = kube::KeyOf(*w.job);
-    const placement::GangRequest& req = w.request;
-    if (free_total < req.TotalGpus()) continue;
-    // PlanDefrag tries combinations per domain: bound the work of one admission pass.
-    if (++tried > kMaxGangsPlannedPerPass) break;
-    placement::DefragPlan plan =
-        placement::PlanDefrag(snap, policy, req, running, options.max_concurrent_moves);
-    if (!plan.found || plan.moves.empty()) {
-      why_not = wkey + ": " + (plan.found ? "fits without moving anything" : plan.reason);
-      continue;
-    }
-    // Does the plan free room? The waiting gang must fit in the freed domain, and each moved job
-    // must get nodes elsewhere right away (the waiting gang's nodes are taken first).
-    model::ClusterState after = state;
-    for (int m : plan.moves) after.Release(running[static_cast<size_t>(m)].key);
-    placement::GangDecision g = policy.PlaceGang(after.snapshot(), req);
-    const std::string dom_name = snap.domains[static_cast<size_t>(plan.domain)].name;
-    if (!g.placed ||
-        after.snapshot().nodes[static_cast<size_t>(g.placement.rank_nodes.front())].domain !=
-            plan.domain) {
-      why_not = wkey + ": moving the planned jobs would not make room in " + dom_name;
-      continue;
-    }
-    after.Reserve(wkey, w.spec->gpus_per_replica,
-                  model::MakeJobPlacement(after.snapshot(), g.placement, kube::Name(*w.job),
-                                          w.spec->segment_size));
-    std::vector<DefragMove> moves;
-    bool all_placed = true;
-    for (int m : plan.moves) {
-      const size_t i = static_cast<size_t>(m);
-      const placement::GangRequest mreq = model::JudgeJob(after, *running_jobs[i], running_specs[i],
-                                                          running[i].key, 0, options.gpu_resource)
-                                              .request;
-      placement::GangDecision md = policy.PlaceGang(after.snapshot(), mreq);
-      if (!md.placed) {
-        why_not = wkey + ": " + running[i].key + " would find no other nodes: " + md.reason;
-        all_placed = false;
-        break;
-      }
-      DefragMove move;
-      move.job = running_jobs[i];
-      move.key = running[i].key;
-      move.from = **model::PlacementOf(*running_jobs[i]);
-      move.to = model::MakeJobPlacement(after.snapshot(), md.placement, kube::Name(*move.job),
-                                        running_specs[i].segment_size);
-      after.Reserve(move.key, running_specs[i].gpus_per_replica, move.to);
-      moves.push_back(std::move(move));
-    }
-    if (!all_placed) continue;
-    out.execute = true;
-    out.waiting_job = w.job;
-    out.waiting_key = wkey;
-    out.domain = dom_name;
-    out.moves = std::move(moves);
-    out.reason = "moving " + std::to_string(out.moves.size()) + " preemptible job(s) (";
-    for (size_t i = 0; i < out.moves.size(); ++i) {
-      out.reason += (i > 0 ? ", " : "") + out.moves[i].key;
-    }
-    out.reason += ") to free " + dom_name + " for " + wkey;
-    return out;
+  for (size_t i : placement::GangsToPlanFor(gangs, free_gpus)) {
+    if (PlanForGang(policy, state, waiting[i], running, options, out, why_not)) return out;
   }
   out.reason = why_not;
   return out;

@@ -4,11 +4,13 @@
 // Two layers, like operator/recovery.h:
 //  - PlanDefragMoves(): pure. From the admission pass's ClusterState, the jobs still waiting (in
 //    admission order) and every NVL72Job, it picks the first waiting Required gang that could use a
-//    freed domain (at most the first 3 eligible gangs are planned for per pass), asks the placement
-//    core (placement::PlanDefrag) for the fewest preemptible jobs to move, and checks that the plan
-//    really makes room: the waiting gang then fits in the freed domain AND every moved job has a
-//    new placement elsewhere at once (the waiting gang's nodes taken first). A plan that does not
-//    free room, or would leave a moved job without nodes, is not executed.
+//    freed domain (at most the first placement::kMaxGangsPlannedPerPass eligible gangs are planned
+//    for per pass), asks the placement core (placement::PlanDefrag) for the fewest preemptible jobs
+//    to move, and checks that the plan really makes room: the waiting gang then fits in the freed
+//    domain AND every moved job has a new placement elsewhere at once (the waiting gang's nodes
+//    taken first). A plan that does not free room, or would leave a moved job without nodes, is not
+//    executed. The rules it shares with the simulator (eligibility, the per-pass limit, the
+//    interval, the cooldown, "fits in the freed domain") are placement/defrag.h's.
 //  - DefragExecutor: applies a plan. Each move is one status write of the moved job with optimistic
 //    concurrency: the new status.placement (the reservation at the new nodes), condition Moved True
 //    (reason Defragmentation, says for whom and from where to where), defragMoves+1 and
@@ -48,6 +50,7 @@
 #include "kube/events.h"
 #include "model/cluster_state.h"
 #include "model/job_spec.h"
+#include "placement/defrag.h"
 #include "placement/policy.h"
 
 namespace nvl72::op {
@@ -59,9 +62,9 @@ inline constexpr std::string_view kConditionMoved = "Moved";
 
 struct DefragOptions {
   bool enabled = true;
-  int max_concurrent_moves = 2;
-  std::chrono::seconds min_interval{30};
-  std::chrono::seconds cooldown{600};
+  int max_concurrent_moves = placement::kDefaultDefragMaxMoves;
+  std::chrono::seconds min_interval{placement::kDefaultDefragMinIntervalSeconds};
+  std::chrono::seconds cooldown{placement::kDefaultDefragCooldownSeconds};
   // A move whose ranks do not all run again within this (from lastDefragMoveTime) ends: Moved
   // False / MoveTimedOut, and it stops counting against max_concurrent_moves.
   std::chrono::seconds move_timeout{600};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <queue>
 #include <set>
 #include <string>
@@ -61,10 +62,10 @@ struct Job {
   int epoch = 0;
   GangPlacement placement;  // rank -> node; a pod has one entry
   double speed = 1;
-  double run_start_s = 0;                // the current run (including restart overhead) began
-  double progress_start_s = 0;           // the current run makes progress from here
-  double gang_failed_at_s = -1;          // a gang requeued by a failure: when (until placed again)
-  double defrag_moved_at_s = -INFINITY;  // last move by defragmentation (the budget's cooldown)
+  double run_start_s = 0;        // the current run (including restart overhead) began
+  double progress_start_s = 0;   // the current run makes progress from here
+  double gang_failed_at_s = -1;  // a gang requeued by a failure: when (until placed again)
+  std::optional<double> defrag_moved_at_s;  // last move by defragmentation (the cooldown)
 };
 
 // Adds (sign +1) or removes (-1) what one job of `shape` holds on `n`. A gang rank takes a whole
@@ -79,6 +80,15 @@ void ApplyUsage(placement::Node& n, const Shape& shape, int sign) {
   }
 }
 
+// The mean of `v`; 0 when empty.
+double Mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) {
+    sum += x;
+  }
+  return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+}
+
 class Run {
  public:
   Run(const Trace& trace, const PlacementPolicy& policy, const SimOptions& options,
@@ -90,19 +100,67 @@ class Run {
  private:
   void BuildCluster();
   void BuildJobs();
+  // Runs the events until every job finished or nothing is left to happen.
+  Status EventLoop();
+  // When the next arrival or event happens (INFINITY: none).
+  double NextEventTime() const;
+  // Queues the jobs that arrived by now_ (a job no policy can place is never placed).
+  void AdmitArrivals();
+  // Handles the events due by now_.
+  Status HandleDueEvents();
+  // Scheduling and defragmentation passes until no defragmentation plan is executed.
+  Status ScheduleUntilSettled();
+  // The guard against a loop: gives up on the waiting jobs when nothing can change any more.
+  void GiveUpIfStuck();
+  // Marks the waiting jobs never placed; returns how many.
+  int64_t MarkWaitingNeverPlaced();
+  // Fills the metrics computed from the accumulators at the end of the run.
+  void FinishMetrics(double start);
+  void FinishWaitMetrics();
   void Integrate(double until);
   Status SchedulePass();
   StatusOr<bool> TryStart(int job_index);
+  // TryStart's placement of a gang or a pod into job.placement (and its speed); false: no room.
+  StatusOr<bool> PlaceGangJob(Job& job, const Shape& shape);
+  StatusOr<bool> PlacePodJob(Job& job, const Shape& shape);
+  // Checks the nodes PlaceGang returned for a gang of `shape`.
+  Status CheckGangNodes(const std::vector<NodeId>& nodes, const Shape& shape) const;
+  // Records the waits that end when `job` starts now.
+  void RecordStartWaits(Job& job, const Shape& shape);
   // Starts `job_index` if it fits and takes it out of its queue.
   StatusOr<bool> StartQueued(int job_index);
+  // The running jobs as the defragmentation planner sees them.
+  struct DefragRunning {
+    std::vector<placement::RunningJob> planner;  // a job inside its cooldown is not preemptible
+    std::vector<int> index;                      // parallel to `planner`: job index
+    std::optional<double> cooldown_ends_s;       // the earliest cooldown that excluded a candidate
+  };
   // Executes one defragmentation plan at most (see engine.h); runs after SchedulePass. True if it
   // did (a waiting gang started).
   StatusOr<bool> DefragPass();
+  // The waiting gangs in arrival order.
+  std::vector<int> WaitingGangs() const;
+  // The budget's minimum interval (placement::DefragIntervalEnd): false while it runs, and the loop
+  // then wakes up when it ends (kDefragRetry, the operator's retry_after).
+  bool DefragIntervalOver();
+  DefragRunning CollectDefragRunning() const;
+  // Executes `plan` for `gang`: the moved jobs go through the eviction path, the gang starts, then
+  // the moved jobs start again.
+  Status ExecuteDefragPlan(int gang, const placement::DefragPlan& plan,
+                           const std::vector<int>& running);
   // Whether moving `plan.moves` makes room for `gang`: on a copy of the cluster, the gang fits with
   // its first segment in the freed domain and then every moved job fits elsewhere.
   bool DefragPlanFreesRoom(int gang, const placement::DefragPlan& plan,
                            const std::vector<int>& running) const;
   Status HandleFailure(int node);
+  void MarkNodeDown(int node);
+  // What a failure of `node` does to one job on it.
+  Status InterruptJob(int job_index, int node);
+  // Recovers a gang hit on `node` in place (SelectReplacements); false: the policy could not.
+  StatusOr<bool> RecoverInPlace(int job_index, int node);
+  // Moves `failed_ranks` of the job from `node` to `recovery.replacement` (evicting as asked).
+  Status ReplaceRanks(int job_index, int node, const std::vector<int>& failed_ranks,
+                      const placement::RecoveryDecision& recovery);
   void HandleRepair(int node);
   void ScheduleNextOutage(int node);
   void HandleCompletion(int job_index, int epoch);
@@ -132,7 +190,7 @@ class Run {
   std::vector<bool> defrag_blocked_;
   bool any_preemptible_ = false;  // some shape is preemptible: defragmentation has candidates
   double defrag_unblock_at_s_ = INFINITY;  // a cooldown that excluded a candidate ends
-  double last_defrag_plan_s_ = -INFINITY;
+  std::optional<double> last_defrag_plan_s_;
   double defrag_retry_at_s_ = -INFINITY;  // the pending kDefragRetry event
   std::vector<Job> jobs_;
   std::priority_queue<Event, std::vector<Event>, EventAfter> events_;
@@ -308,43 +366,9 @@ void Run::Requeue(int job_index) {
 StatusOr<bool> Run::TryStart(int job_index) {
   Job& job = jobs_[static_cast<size_t>(job_index)];
   const Shape& shape = shapes_[static_cast<size_t>(job.shape)];
-  if (shape.gang) {
-    placement::GangDecision decision = policy_.PlaceGang(snapshot_, shape.request);
-    if (!decision.placed) {
-      return false;
-    }
-    const auto& nodes = decision.placement.rank_nodes;
-    if (nodes.size() != static_cast<size_t>(shape.ranks)) {
-      return InternalError(std::string(policy_.Name()) + ": PlaceGang returned " +
-                           std::to_string(nodes.size()) + " ranks for a gang of " +
-                           std::to_string(shape.ranks));
-    }
-    for (size_t r = 0; r < nodes.size(); ++r) {
-      NVL72_RETURN_IF_ERROR(CheckNode(nodes[r], shape.gpus_per_node, "PlaceGang"));
-      if (std::find(nodes.begin(), nodes.begin() + static_cast<long>(r), nodes[r]) !=
-          nodes.begin() + static_cast<long>(r)) {
-        return InternalError(std::string(policy_.Name()) + ": PlaceGang put two ranks on one node");
-      }
-    }
-    const int spanned = decision.placement.DomainsSpanned(snapshot_);
-    job.speed = spanned > 1 ? options_.cross_domain_speed : 1.0;
-    ++metrics_.gang_starts;
-    if (decision.placement.SegmentsInOneDomain(snapshot_, shape.request.EffectiveSegmentSize())) {
-      ++metrics_.gang_starts_single_domain;
-    }
-    if (spanned > 1) {
-      ++metrics_.gang_starts_cross_domain;
-    }
-    job.placement = std::move(decision.placement);
-  } else {
-    const NodeId node = policy_.PlacePod(snapshot_, shape.gpus_per_node);
-    if (node == placement::kNoNode) {
-      return false;
-    }
-    NVL72_RETURN_IF_ERROR(CheckNode(node, shape.gpus_per_node, "PlacePod"));
-    job.speed = 1.0;
-    job.placement.rank_nodes = {node};
-    ++metrics_.pod_starts;
+  StatusOr<bool> placed = shape.gang ? PlaceGangJob(job, shape) : PlacePodJob(job, shape);
+  if (!placed.ok() || !*placed) {
+    return placed;
   }
   for (NodeId node : job.placement.rank_nodes) {
     Occupy(job_index, node);
@@ -352,6 +376,59 @@ StatusOr<bool> Run::TryStart(int job_index) {
   job.state = JobState::kRunning;
   --waiting_jobs_;
   ++running_jobs_;
+  RecordStartWaits(job, shape);
+  BeginSegment(job, job_index, job.restart_pending);
+  return true;
+}
+
+StatusOr<bool> Run::PlaceGangJob(Job& job, const Shape& shape) {
+  placement::GangDecision decision = policy_.PlaceGang(snapshot_, shape.request);
+  if (!decision.placed) {
+    return false;
+  }
+  NVL72_RETURN_IF_ERROR(CheckGangNodes(decision.placement.rank_nodes, shape));
+  const int spanned = decision.placement.DomainsSpanned(snapshot_);
+  job.speed = spanned > 1 ? options_.cross_domain_speed : 1.0;
+  ++metrics_.gang_starts;
+  if (decision.placement.SegmentsInOneDomain(snapshot_, shape.request.EffectiveSegmentSize())) {
+    ++metrics_.gang_starts_single_domain;
+  }
+  if (spanned > 1) {
+    ++metrics_.gang_starts_cross_domain;
+  }
+  job.placement = std::move(decision.placement);
+  return true;
+}
+
+Status Run::CheckGangNodes(const std::vector<NodeId>& nodes, const Shape& shape) const {
+  if (nodes.size() != static_cast<size_t>(shape.ranks)) {
+    return InternalError(std::string(policy_.Name()) + ": PlaceGang returned " +
+                         std::to_string(nodes.size()) + " ranks for a gang of " +
+                         std::to_string(shape.ranks));
+  }
+  for (size_t r = 0; r < nodes.size(); ++r) {
+    NVL72_RETURN_IF_ERROR(CheckNode(nodes[r], shape.gpus_per_node, "PlaceGang"));
+    if (std::find(nodes.begin(), nodes.begin() + static_cast<long>(r), nodes[r]) !=
+        nodes.begin() + static_cast<long>(r)) {
+      return InternalError(std::string(policy_.Name()) + ": PlaceGang put two ranks on one node");
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<bool> Run::PlacePodJob(Job& job, const Shape& shape) {
+  const NodeId node = policy_.PlacePod(snapshot_, shape.gpus_per_node);
+  if (node == placement::kNoNode) {
+    return false;
+  }
+  NVL72_RETURN_IF_ERROR(CheckNode(node, shape.gpus_per_node, "PlacePod"));
+  job.speed = 1.0;
+  job.placement.rank_nodes = {node};
+  ++metrics_.pod_starts;
+  return true;
+}
+
+void Run::RecordStartWaits(Job& job, const Shape& shape) {
   if (job.gang_failed_at_s >= 0) {
     recovery_waits_.push_back(now_ - job.gang_failed_at_s);
     metrics_.gang_recovery_wait_gpu_hours +=
@@ -363,8 +440,6 @@ StatusOr<bool> Run::TryStart(int job_index) {
     waits_.push_back(now_ - job.trace->submission_s);
     (shape.gang ? gang_waits_ : pod_waits_).push_back(now_ - job.trace->submission_s);
   }
-  BeginSegment(job, job_index, job.restart_pending);
-  return true;
 }
 
 Status Run::SchedulePass() {
@@ -420,12 +495,11 @@ bool Run::DefragPlanFreesRoom(int gang, const placement::DefragPlan& plan,
     }
   }
   const Shape& gang_shape = shapes_[static_cast<size_t>(jobs_[static_cast<size_t>(gang)].shape)];
-  const placement::GangDecision g = policy_.PlaceGang(after, gang_shape.request);
-  if (!g.placed ||
-      after.nodes[static_cast<size_t>(g.placement.rank_nodes.front())].domain != plan.domain) {
+  const auto g = placement::PlaceInFreedDomain(after, policy_, gang_shape.request, plan.domain);
+  if (!g) {
     return false;
   }
-  for (NodeId node : g.placement.rank_nodes) {
+  for (NodeId node : g->rank_nodes) {
     ApplyUsage(after.nodes[static_cast<size_t>(node)], gang_shape, +1);
   }
   // The moved jobs are placed again right after the gang, in plan order (as DefragPass does).
@@ -453,133 +527,137 @@ bool Run::DefragPlanFreesRoom(int gang, const placement::DefragPlan& plan,
   return true;
 }
 
-// Mirrors PlanDefragMoves (operator/defrag_executor.cc): waiting gangs in admission (= arrival)
-// order, only those with enough free GPUs in the whole cluster, at most kMaxGangsPlannedPerPass of
-// them per pass, the first plan that frees room is executed. A job being moved is never "in
-// flight" here: it is placed again in the same instant, so that budget rule never binds.
-StatusOr<bool> Run::DefragPass() {
-  constexpr int kMaxGangsPlannedPerPass = 3;  // as in the operator
-  const DefragBudget& budget = options_.defrag;
-  if (!budget.enabled || !any_preemptible_ || waiting_jobs_ == 0) {
-    return false;
-  }
+std::vector<int> Run::WaitingGangs() const {
   std::vector<int> gangs;
   for (size_t s = 0; s < shapes_.size(); ++s) {
     if (shapes_[s].gang) {
       gangs.insert(gangs.end(), queues_[s].begin(), queues_[s].end());
     }
   }
-  if (gangs.empty()) {
+  std::sort(gangs.begin(), gangs.end());
+  return gangs;
+}
+
+bool Run::DefragIntervalOver() {
+  const std::optional<double> end =
+      placement::DefragIntervalEnd(last_defrag_plan_s_, now_, options_.defrag.min_interval_s);
+  if (!end) {
+    return true;
+  }
+  if (defrag_retry_at_s_ != *end) {
+    Push(EventType::kDefragRetry, *end, 0);
+    defrag_retry_at_s_ = *end;
+  }
+  return false;
+}
+
+Run::DefragRunning Run::CollectDefragRunning() const {
+  DefragRunning out;
+  for (size_t node = 0; node < node_jobs_.size(); ++node) {
+    for (int j : node_jobs_[node]) {
+      if (jobs_[static_cast<size_t>(j)].placement.rank_nodes.front() == static_cast<NodeId>(node)) {
+        out.index.push_back(j);
+      }
+    }
+  }
+  std::sort(out.index.begin(), out.index.end());
+  std::vector<std::optional<double>> last_moves;
+  for (int j : out.index) {
+    const Job& job = jobs_[static_cast<size_t>(j)];
+    const Shape& shape = shapes_[static_cast<size_t>(job.shape)];
+    placement::RunningJob r{std::to_string(j), shape.preemptible, {}};
+    for (NodeId node : job.placement.rank_nodes) {
+      r.gpus_on_node.emplace_back(node, shape.gpus_per_node);
+    }
+    out.planner.push_back(std::move(r));
+    last_moves.push_back(job.defrag_moved_at_s);
+  }
+  out.cooldown_ends_s =
+      placement::SelectDefragCandidates(out.planner, last_moves, now_, options_.defrag.cooldown_s);
+  return out;
+}
+
+Status Run::ExecuteDefragPlan(int gang, const placement::DefragPlan& plan,
+                              const std::vector<int>& running) {
+  ++metrics_.defrag_plans;
+  last_defrag_plan_s_ = now_;
+  std::vector<int> moved;
+  for (int m : plan.moves) {
+    moved.push_back(running[static_cast<size_t>(m)]);
+  }
+  for (int j : moved) {  // the eviction path: work since the checkpoint lost, requeued
+    Job& job = jobs_[static_cast<size_t>(j)];
+    CloseSegment(job, /*interrupted=*/true);
+    Requeue(j);
+    job.defrag_moved_at_s = now_;
+    ++metrics_.defrag_moves;
+  }
+  StatusOr<bool> started = StartQueued(gang);
+  if (!started.ok()) {
+    return started.status();
+  }
+  if (!*started) {
+    return InternalError(std::string(policy_.Name()) +
+                         ": a defragmentation plan freed room the waiting gang did not get");
+  }
+  for (int j : moved) {
+    started = StartQueued(j);
+    if (!started.ok()) {
+      return started.status();
+    }
+    if (!*started) {
+      return InternalError(std::string(policy_.Name()) +
+                           ": a job moved by defragmentation found no nodes");
+    }
+  }
+  return Status::Ok();
+}
+
+// The operator's rules, from placement/defrag.h as op::PlanDefragMoves uses them: waiting gangs in
+// admission (= arrival) order, the eligible ones (enough free GPUs in the whole cluster), at most
+// placement::kMaxGangsPlannedPerPass of them per pass, candidates outside their cooldown, the first
+// plan that frees room is executed. A job being moved is never "in flight" here: it is placed again
+// in the same instant, so that budget rule never binds.
+StatusOr<bool> Run::DefragPass() {
+  const DefragBudget& budget = options_.defrag;
+  if (!budget.enabled || !any_preemptible_ || waiting_jobs_ == 0) {
     return false;
   }
-  if (now_ - last_defrag_plan_s_ < budget.min_interval_s) {
-    // The operator looks again when the interval ends (DefragDecision::retry_after).
-    const double at = last_defrag_plan_s_ + budget.min_interval_s;
-    if (defrag_retry_at_s_ != at) {
-      Push(EventType::kDefragRetry, at, 0);
-      defrag_retry_at_s_ = at;
-    }
+  const std::vector<int> gangs = WaitingGangs();
+  if (gangs.empty() || !DefragIntervalOver()) {
     return false;
   }
   if (now_ >= defrag_unblock_at_s_) {
     std::fill(defrag_blocked_.begin(), defrag_blocked_.end(), false);
     defrag_unblock_at_s_ = INFINITY;
   }
-  std::sort(gangs.begin(), gangs.end());
-  int free_gpus = 0;
-  for (const placement::Node& n : snapshot_.nodes) {
-    if (n.Schedulable()) {
-      free_gpus += n.FreeGpus();
-    }
-  }
-
-  // The running jobs as the planner sees them (built once, on the first gang planned for). A job
-  // moved within the cooldown is not preemptible for the planner.
-  std::vector<placement::RunningJob> running;
-  std::vector<int> running_index;  // parallel to `running`: job index
-  double cooldown_ends_s = INFINITY;
-  auto collect_running = [&] {
-    for (size_t node = 0; node < node_jobs_.size(); ++node) {
-      for (int j : node_jobs_[node]) {
-        if (jobs_[static_cast<size_t>(j)].placement.rank_nodes.front() ==
-            static_cast<NodeId>(node)) {
-          running_index.push_back(j);
-        }
-      }
-    }
-    std::sort(running_index.begin(), running_index.end());
-    for (int j : running_index) {
-      const Job& job = jobs_[static_cast<size_t>(j)];
-      const Shape& shape = shapes_[static_cast<size_t>(job.shape)];
-      placement::RunningJob r;
-      r.key = std::to_string(j);
-      r.preemptible = shape.preemptible;
-      if (r.preemptible && now_ - job.defrag_moved_at_s < budget.cooldown_s) {
-        r.preemptible = false;
-        cooldown_ends_s = std::min(cooldown_ends_s, job.defrag_moved_at_s + budget.cooldown_s);
-      }
-      for (NodeId node : job.placement.rank_nodes) {
-        r.gpus_on_node.emplace_back(node, shape.gpus_per_node);
-      }
-      running.push_back(std::move(r));
-    }
-  };
-
-  int tried = 0;
+  std::vector<placement::WaitingGang> waiting;
   for (int gang : gangs) {
     const Shape& shape = shapes_[static_cast<size_t>(jobs_[static_cast<size_t>(gang)].shape)];
-    if (free_gpus < shape.ranks * shape.gpus_per_node) {
-      continue;
-    }
-    if (++tried > kMaxGangsPlannedPerPass) {
-      break;
-    }
-    if (defrag_blocked_[static_cast<size_t>(jobs_[static_cast<size_t>(gang)].shape)]) {
+    waiting.push_back({shape.request.mode, shape.ranks * shape.gpus_per_node});
+  }
+  DefragRunning running;  // built on the first gang planned for
+  for (size_t i : placement::GangsToPlanFor(waiting, placement::FreeSchedulableGpus(snapshot_))) {
+    const int gang = gangs[i];
+    const size_t shape = static_cast<size_t>(jobs_[static_cast<size_t>(gang)].shape);
+    if (defrag_blocked_[shape]) {
       continue;  // no plan for this shape since capacity was last freed: the same answer
     }
-    if (running_index.empty()) {
-      collect_running();
+    if (running.index.empty()) {
+      running = CollectDefragRunning();
     }
-    const placement::DefragPlan plan =
-        placement::PlanDefrag(snapshot_, policy_, shape.request, running, budget.max_moves);
-    if (!plan.found || plan.moves.empty() || !DefragPlanFreesRoom(gang, plan, running_index)) {
+    const placement::DefragPlan plan = placement::PlanDefrag(
+        snapshot_, policy_, shapes_[shape].request, running.planner, budget.max_moves);
+    if (!plan.found || plan.moves.empty() || !DefragPlanFreesRoom(gang, plan, running.index)) {
       // While the cluster only fills, no plan appears (fewer free GPUs, the same preemptible jobs
       // or more of them to move); a cooldown ending adds candidates.
-      defrag_blocked_[static_cast<size_t>(jobs_[static_cast<size_t>(gang)].shape)] = true;
-      defrag_unblock_at_s_ = std::min(defrag_unblock_at_s_, cooldown_ends_s);
+      defrag_blocked_[shape] = true;
+      if (running.cooldown_ends_s) {
+        defrag_unblock_at_s_ = std::min(defrag_unblock_at_s_, *running.cooldown_ends_s);
+      }
       continue;
     }
-    ++metrics_.defrag_plans;
-    last_defrag_plan_s_ = now_;
-    std::vector<int> moved;
-    for (int m : plan.moves) {
-      moved.push_back(running_index[static_cast<size_t>(m)]);
-    }
-    for (int j : moved) {  // the eviction path: work since the checkpoint lost, requeued
-      Job& job = jobs_[static_cast<size_t>(j)];
-      CloseSegment(job, /*interrupted=*/true);
-      Requeue(j);
-      job.defrag_moved_at_s = now_;
-      ++metrics_.defrag_moves;
-    }
-    StatusOr<bool> started = StartQueued(gang);
-    if (!started.ok()) {
-      return started.status();
-    }
-    if (!*started) {
-      return InternalError(std::string(policy_.Name()) +
-                           ": a defragmentation plan freed room the waiting gang did not get");
-    }
-    for (int j : moved) {
-      started = StartQueued(j);
-      if (!started.ok()) {
-        return started.status();
-      }
-      if (!*started) {
-        return InternalError(std::string(policy_.Name()) +
-                             ": a job moved by defragmentation found no nodes");
-      }
-    }
+    NVL72_RETURN_IF_ERROR(ExecuteDefragPlan(gang, plan, running.index));
     return true;
   }
   return false;
@@ -587,63 +665,93 @@ StatusOr<bool> Run::DefragPass() {
 
 Status Run::HandleFailure(int node) {
   ++metrics_.node_failures;
-  placement::Node& n = snapshot_.nodes[static_cast<size_t>(node)];
-  n.ready = false;
-  ++down_nodes_;
-  healthy_gpus_ -= n.gpu_capacity;
-  stats_dirty_ = true;
+  MarkNodeDown(node);
   const std::vector<int> hit = node_jobs_[static_cast<size_t>(node)];
   if (!hit.empty()) {
     ++metrics_.node_failures_hitting_jobs;
   }
   for (int job_index : hit) {
-    Job& job = jobs_[static_cast<size_t>(job_index)];
-    const Shape& shape = shapes_[static_cast<size_t>(job.shape)];
-    if (job.state != JobState::kRunning) {
-      continue;  // already evicted for an earlier recovery
-    }
-    ++metrics_.job_interruptions;
-    CloseSegment(job, /*interrupted=*/true);
-    if (shape.gang) {
-      ++metrics_.gang_failures;
-      if (policy_.RecoversInPlace()) {
-        std::vector<int> failed_ranks;
-        for (size_t r = 0; r < job.placement.rank_nodes.size(); ++r) {
-          if (job.placement.rank_nodes[r] == node) {
-            failed_ranks.push_back(static_cast<int>(r));
-          }
-        }
-        placement::RecoveryDecision recovery =
-            policy_.SelectReplacements(snapshot_, shape.request, job.placement, failed_ranks);
-        if (recovery.recovered) {
-          if (recovery.replacement.size() != failed_ranks.size()) {
-            return InternalError(std::string(policy_.Name()) +
-                                 ": SelectReplacements returned the wrong number of nodes");
-          }
-          for (size_t k = 0; k < failed_ranks.size(); ++k) {
-            const NodeId replacement = recovery.replacement[k];
-            if (k < recovery.evict.size() && recovery.evict[k]) {
-              Evict(replacement);
-            }
-            NVL72_RETURN_IF_ERROR(
-                CheckNode(replacement, shape.gpus_per_node, "SelectReplacements"));
-            if (snapshot_.nodes[static_cast<size_t>(replacement)].domain != n.domain) {
-              return InternalError(std::string(policy_.Name()) +
-                                   ": SelectReplacements left the failed node's domain");
-            }
-            ReleaseNode(job_index, node);
-            job.placement.rank_nodes[static_cast<size_t>(failed_ranks[k])] = replacement;
-            Occupy(job_index, replacement);
-          }
-          ++metrics_.gang_recovered_in_place;
-          recovery_waits_.push_back(0);
-          BeginSegment(job, job_index, /*restart=*/true);
-          continue;
-        }
+    NVL72_RETURN_IF_ERROR(InterruptJob(job_index, node));
+  }
+  return Status::Ok();
+}
+
+void Run::MarkNodeDown(int node) {
+  placement::Node& n = snapshot_.nodes[static_cast<size_t>(node)];
+  n.ready = false;
+  ++down_nodes_;
+  healthy_gpus_ -= n.gpu_capacity;
+  stats_dirty_ = true;
+}
+
+Status Run::InterruptJob(int job_index, int node) {
+  Job& job = jobs_[static_cast<size_t>(job_index)];
+  const Shape& shape = shapes_[static_cast<size_t>(job.shape)];
+  if (job.state != JobState::kRunning) {
+    return Status::Ok();  // already evicted for an earlier recovery
+  }
+  ++metrics_.job_interruptions;
+  CloseSegment(job, /*interrupted=*/true);
+  if (shape.gang) {
+    ++metrics_.gang_failures;
+    if (policy_.RecoversInPlace()) {
+      StatusOr<bool> recovered = RecoverInPlace(job_index, node);
+      if (!recovered.ok()) {
+        return recovered.status();
       }
-      job.gang_failed_at_s = now_;
+      if (*recovered) {
+        return Status::Ok();
+      }
     }
-    Requeue(job_index);
+    job.gang_failed_at_s = now_;
+  }
+  Requeue(job_index);
+  return Status::Ok();
+}
+
+StatusOr<bool> Run::RecoverInPlace(int job_index, int node) {
+  Job& job = jobs_[static_cast<size_t>(job_index)];
+  const Shape& shape = shapes_[static_cast<size_t>(job.shape)];
+  std::vector<int> failed_ranks;
+  for (size_t r = 0; r < job.placement.rank_nodes.size(); ++r) {
+    if (job.placement.rank_nodes[r] == node) {
+      failed_ranks.push_back(static_cast<int>(r));
+    }
+  }
+  placement::RecoveryDecision recovery =
+      policy_.SelectReplacements(snapshot_, shape.request, job.placement, failed_ranks);
+  if (!recovery.recovered) {
+    return false;
+  }
+  if (recovery.replacement.size() != failed_ranks.size()) {
+    return InternalError(std::string(policy_.Name()) +
+                         ": SelectReplacements returned the wrong number of nodes");
+  }
+  NVL72_RETURN_IF_ERROR(ReplaceRanks(job_index, node, failed_ranks, recovery));
+  ++metrics_.gang_recovered_in_place;
+  recovery_waits_.push_back(0);
+  BeginSegment(job, job_index, /*restart=*/true);
+  return true;
+}
+
+Status Run::ReplaceRanks(int job_index, int node, const std::vector<int>& failed_ranks,
+                         const placement::RecoveryDecision& recovery) {
+  Job& job = jobs_[static_cast<size_t>(job_index)];
+  const Shape& shape = shapes_[static_cast<size_t>(job.shape)];
+  const placement::DomainId domain = snapshot_.nodes[static_cast<size_t>(node)].domain;
+  for (size_t k = 0; k < failed_ranks.size(); ++k) {
+    const NodeId replacement = recovery.replacement[k];
+    if (k < recovery.evict.size() && recovery.evict[k]) {
+      Evict(replacement);
+    }
+    NVL72_RETURN_IF_ERROR(CheckNode(replacement, shape.gpus_per_node, "SelectReplacements"));
+    if (snapshot_.nodes[static_cast<size_t>(replacement)].domain != domain) {
+      return InternalError(std::string(policy_.Name()) +
+                           ": SelectReplacements left the failed node's domain");
+    }
+    ReleaseNode(job_index, node);
+    job.placement.rank_nodes[static_cast<size_t>(failed_ranks[k])] = replacement;
+    Occupy(job_index, replacement);
   }
   return Status::Ok();
 }
@@ -757,85 +865,117 @@ StatusOr<PolicyMetrics> Run::Execute() {
   for (size_t node = 0; node < snapshot_.nodes.size(); ++node) {
     ScheduleNextOutage(static_cast<int>(node));
   }
+  NVL72_RETURN_IF_ERROR(EventLoop());
+  MarkWaitingNeverPlaced();  // only if the event source ran dry with jobs still waiting
+  FinishMetrics(start);
+  return metrics_;
+}
+
+Status Run::EventLoop() {
   const int64_t total = metrics_.jobs;
   while (finished_ < total) {
-    double next = INFINITY;
-    if (next_arrival_ < jobs_.size()) {
-      next = jobs_[next_arrival_].trace->submission_s;
-    }
-    if (!events_.empty()) {
-      next = std::min(next, events_.top().time);
-    }
+    const double next = NextEventTime();
     if (!std::isfinite(next)) {
       break;
     }
     Integrate(next);
-    while (next_arrival_ < jobs_.size() && jobs_[next_arrival_].trace->submission_s <= now_) {
-      Job& job = jobs_[next_arrival_];
-      if (!placeable_[static_cast<size_t>(job.shape)]) {
-        job.state = JobState::kNeverPlaced;
-        ++metrics_.jobs_never_placed;
-        ++finished_;
-        ++next_arrival_;
-        continue;
-      }
-      job.state = JobState::kWaiting;
-      queues_[static_cast<size_t>(job.shape)].insert(static_cast<int>(next_arrival_));
-      ++waiting_jobs_;
-      stats_dirty_ = true;
-      ++next_arrival_;
-    }
-    while (!events_.empty() && events_.top().time <= now_) {
-      const Event event = events_.top();
-      events_.pop();
-      switch (event.type) {
-        case EventType::kCompletion:
-          HandleCompletion(event.subject, event.epoch);
-          break;
-        case EventType::kRepair:
-          HandleRepair(event.subject);
-          break;
-        case EventType::kFailure:
-          NVL72_RETURN_IF_ERROR(HandleFailure(event.subject));
-          break;
-        case EventType::kDefragRetry:
-          break;  // the passes below run
-      }
-    }
-    // Each plan starts a waiting gang (and places the moved jobs again at once), so this ends.
-    while (true) {
-      NVL72_RETURN_IF_ERROR(SchedulePass());
-      StatusOr<bool> planned = DefragPass();
-      if (!planned.ok()) {
-        return planned.status();
-      }
-      if (!*planned) {
-        break;
-      }
-    }
+    AdmitArrivals();
+    NVL72_RETURN_IF_ERROR(HandleDueEvents());
+    NVL72_RETURN_IF_ERROR(ScheduleUntilSettled());
     RefreshWaitingState();
     clock_.Advance(now_, waiting_jobs_ > 0);
-    if (waiting_jobs_ > 0 && running_jobs_ == 0 && down_nodes_ == 0 &&
-        next_arrival_ == jobs_.size()) {
-      // An idle, fully healthy cluster and nothing left to arrive: the waiting jobs never fit
-      // under this policy. Unreachable while placeable_ is exact; kept as a guard against a loop.
-      for (Job& job : jobs_) {
-        if (job.state == JobState::kWaiting) {
-          job.state = JobState::kNeverPlaced;
-          ++metrics_.jobs_never_placed;
-          ++finished_;
-        }
-      }
-      waiting_jobs_ = 0;
+    GiveUpIfStuck();
+  }
+  return Status::Ok();
+}
+
+double Run::NextEventTime() const {
+  double next = INFINITY;
+  if (next_arrival_ < jobs_.size()) {
+    next = jobs_[next_arrival_].trace->submission_s;
+  }
+  if (!events_.empty()) {
+    next = std::min(next, events_.top().time);
+  }
+  return next;
+}
+
+void Run::AdmitArrivals() {
+  while (next_arrival_ < jobs_.size() && jobs_[next_arrival_].trace->submission_s <= now_) {
+    Job& job = jobs_[next_arrival_];
+    if (!placeable_[static_cast<size_t>(job.shape)]) {
+      job.state = JobState::kNeverPlaced;
+      ++metrics_.jobs_never_placed;
+      ++finished_;
+      ++next_arrival_;
+      continue;
+    }
+    job.state = JobState::kWaiting;
+    queues_[static_cast<size_t>(job.shape)].insert(static_cast<int>(next_arrival_));
+    ++waiting_jobs_;
+    stats_dirty_ = true;
+    ++next_arrival_;
+  }
+}
+
+Status Run::HandleDueEvents() {
+  while (!events_.empty() && events_.top().time <= now_) {
+    const Event event = events_.top();
+    events_.pop();
+    switch (event.type) {
+      case EventType::kCompletion:
+        HandleCompletion(event.subject, event.epoch);
+        break;
+      case EventType::kRepair:
+        HandleRepair(event.subject);
+        break;
+      case EventType::kFailure:
+        NVL72_RETURN_IF_ERROR(HandleFailure(event.subject));
+        break;
+      case EventType::kDefragRetry:
+        break;  // the passes run next
     }
   }
-  for (Job& job : jobs_) {  // only if the event source ran dry with jobs still waiting
+  return Status::Ok();
+}
+
+// Each plan starts a waiting gang (and places the moved jobs again at once), so this ends.
+Status Run::ScheduleUntilSettled() {
+  while (true) {
+    NVL72_RETURN_IF_ERROR(SchedulePass());
+    StatusOr<bool> planned = DefragPass();
+    if (!planned.ok()) {
+      return planned.status();
+    }
+    if (!*planned) {
+      return Status::Ok();
+    }
+  }
+}
+
+void Run::GiveUpIfStuck() {
+  if (waiting_jobs_ > 0 && running_jobs_ == 0 && down_nodes_ == 0 &&
+      next_arrival_ == jobs_.size()) {
+    // An idle, fully healthy cluster and nothing left to arrive: the waiting jobs never fit
+    // under this policy. Unreachable while placeable_ is exact; kept as a guard against a loop.
+    finished_ += MarkWaitingNeverPlaced();
+    waiting_jobs_ = 0;
+  }
+}
+
+int64_t Run::MarkWaitingNeverPlaced() {
+  int64_t marked = 0;
+  for (Job& job : jobs_) {
     if (job.state == JobState::kWaiting) {
       job.state = JobState::kNeverPlaced;
       ++metrics_.jobs_never_placed;
+      ++marked;
     }
   }
+  return marked;
+}
 
+void Run::FinishMetrics(double start) {
   metrics_.healthy_gpu_hours_waiting = healthy_gpu_s_waiting_ / 3600.0;
   metrics_.useful_gpu_hours_waiting = useful_gpu_s_waiting_ / 3600.0;
   metrics_.stranded_gpu_hours_waiting = stranded_gpu_s_waiting_ / 3600.0;
@@ -848,27 +988,7 @@ StatusOr<PolicyMetrics> Run::Execute() {
     metrics_.usable_capacity = useful_gpu_s_waiting_ / healthy_gpu_s_waiting_;
     metrics_.stranded_gpu_ratio = stranded_gpu_s_waiting_ / healthy_gpu_s_waiting_;
   }
-  if (!waits_.empty()) {
-    double sum = 0;
-    for (double w : waits_) {
-      sum += w;
-    }
-    metrics_.wait_mean_s = sum / static_cast<double>(waits_.size());
-    metrics_.wait_p99_s = Percentile(waits_, 99.0);
-  }
-  auto mean = [](const std::vector<double>& v) {
-    double sum = 0;
-    for (double x : v) {
-      sum += x;
-    }
-    return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
-  };
-  metrics_.wait_mean_gang_s = mean(gang_waits_);
-  metrics_.wait_p99_gang_s = Percentile(gang_waits_, 99.0);
-  metrics_.wait_mean_pod_s = mean(pod_waits_);
-  metrics_.wait_p99_pod_s = Percentile(pod_waits_, 99.0);
-  metrics_.gang_recovery_wait_mean_s = mean(recovery_waits_);
-  metrics_.gang_recovery_wait_p99_s = Percentile(recovery_waits_, 99.0);
+  FinishWaitMetrics();
   if (metrics_.gang_starts > 0) {
     metrics_.single_domain_ratio = static_cast<double>(metrics_.gang_starts_single_domain) /
                                    static_cast<double>(metrics_.gang_starts);
@@ -878,7 +998,19 @@ StatusOr<PolicyMetrics> Run::Execute() {
                                        static_cast<double>(metrics_.gang_failures);
   }
   metrics_.makespan_s = metrics_.jobs_completed > 0 ? last_completion_s_ - start : 0;
-  return metrics_;
+}
+
+void Run::FinishWaitMetrics() {
+  if (!waits_.empty()) {
+    metrics_.wait_mean_s = Mean(waits_);
+    metrics_.wait_p99_s = Percentile(waits_, 99.0);
+  }
+  metrics_.wait_mean_gang_s = Mean(gang_waits_);
+  metrics_.wait_p99_gang_s = Percentile(gang_waits_, 99.0);
+  metrics_.wait_mean_pod_s = Mean(pod_waits_);
+  metrics_.wait_p99_pod_s = Percentile(pod_waits_, 99.0);
+  metrics_.gang_recovery_wait_mean_s = Mean(recovery_waits_);
+  metrics_.gang_recovery_wait_p99_s = Percentile(recovery_waits_, 99.0);
 }
 
 }  // namespace

@@ -14,12 +14,13 @@
 //   work since its last checkpoint; every restart costs restart_minutes. Policies with
 //   RecoversInPlace() get SelectReplacements(); otherwise (or on failure) the job is requeued.
 //   A replacement that needs an eviction requeues the preemptible jobs on that node first.
-// - Defragmentation (options.defrag, the operator's rules, operator/defrag_executor.h): after a
-//   pass, when a waiting gang does not fit although enough GPUs are free in the cluster,
-//   placement::PlanDefrag picks the fewest preemptible jobs to move within the budget; a plan that
-//   frees room (the gang fits in the freed domain and every moved job fits elsewhere at once) is
-//   executed: the moved jobs are stopped like an eviction (work since the checkpoint lost, restart
-//   cost), the gang starts, the moved jobs start on their new nodes.
+// - Defragmentation (options.defrag, the operator's rules: placement/defrag.h holds them for both,
+//   operator/defrag_executor.h uses them too): after a pass, when a waiting gang does not fit
+//   although enough GPUs are free in the cluster, placement::PlanDefrag picks the fewest
+//   preemptible jobs to move within the budget; a plan that frees room (the gang fits in the freed
+//   domain and every moved job fits elsewhere at once) is executed: the moved jobs are stopped like
+//   an eviction (work since the checkpoint lost, restart cost), the gang starts, the moved jobs
+//   start on their new nodes.
 // Thread-safety: Simulate() is a pure function of its arguments; concurrent calls are safe when
 // the policies are (they are const).
 #pragma once
@@ -27,6 +28,7 @@
 #include <cstdint>
 
 #include "common/status.h"
+#include "placement/defrag.h"
 #include "placement/policy.h"
 #include "sim/failure_model.h"
 #include "sim/metrics.h"
@@ -43,13 +45,15 @@ struct ClusterShape {
 };
 
 // The operator's defragmentation budget (DefragOptions, docs/recovery.md#defragmentation), in
-// simulated time.
+// simulated time; the defaults are placement/defrag.h's, the operator's.
 struct DefragBudget {
-  bool enabled = true;         // the runner enables it per policy (see SimConfig::defrag)
-  int max_moves = 2;           // jobs moved per plan (--defrag-max-concurrent-moves)
-  double min_interval_s = 30;  // between two plans (--defrag-min-interval-seconds)
+  bool enabled = true;  // the runner enables it per policy (see SimConfig::defrag)
+  // Jobs moved per plan (--defrag-max-concurrent-moves).
+  int max_moves = placement::kDefaultDefragMaxMoves;
+  // Between two plans (--defrag-min-interval-seconds).
+  double min_interval_s = placement::kDefaultDefragMinIntervalSeconds;
   // A moved job is not moved again within this (--defrag-cooldown-seconds).
-  double cooldown_s = 600;
+  double cooldown_s = placement::kDefaultDefragCooldownSeconds;
 };
 
 struct SimOptions {
@@ -59,8 +63,9 @@ struct SimOptions {
   double repair_hours = 24;
   double checkpoint_minutes = 30;
   double restart_minutes = 10;
-  int spares = 2;  // PolicyOptions::spares_per_domain; also bounds segment size
-  placement::SpareReserve spare_reserve = placement::SpareReserve::kSoft;  // PolicyOptions
+  // PolicyOptions::spares_per_domain (its default, the operator's); also bounds segment size.
+  int spares = placement::PolicyOptions{}.spares_per_domain;
+  placement::SpareReserve spare_reserve = placement::PolicyOptions{}.spare_reserve;  // likewise
   // Jobs of at most this many GPUs are preemptible: their GPUs are marked Node::gpu_reclaimable, a
   // policy may count their nodes toward its spare reserve and evict them to recover a gang
   // (RecoveryDecision::evict). 0: no job is preemptible (the trace says nothing about it).
