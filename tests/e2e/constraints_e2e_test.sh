@@ -47,8 +47,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-job_path() { echo "/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/$1"; }
-job_json() { api GET "$(job_path "$1")"; }
 admitted_msg() { job_json "$1" | jq -r '(.status.conditions // [])[] | select(.type == "Admitted") | .message'; }
 waits_with() {  # JOB TEXT: not admitted, and the Admitted condition's message contains TEXT
   local j

@@ -36,7 +36,6 @@ e2e_namespace "$repo" "$ns" || { fail "namespace $ns not ready"; exit 1; }
 start_operator "$op_bin" "$ns" "$workdir/operator.log" --admission-resync-seconds 5 || { fail "operator not ready"; exit 1; }
 
 job() { nvl72_job "$1" "$2" | kc -n "$ns" apply -f - >/dev/null; }
-job_path() { echo "/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/$1"; }
 job_exists() { [[ $(api GET "$(job_path "$1")" | jq -r '.kind') == NVL72Job ]]; }
 job_gone() { ! job_exists "$1"; }
 svc_exists() { [[ $(api GET "/api/v1/namespaces/$ns/services/$1" | jq -r '.kind') == Service ]]; }

@@ -19,79 +19,66 @@
 #      and single-GPU pods through the extender, and kube-scheduler logs no extender error.
 # Results are printed as "RESULT ..." lines (and appended to $NVL72_E2E_RESULTS if set).
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
 lc=$root/scripts/local-cluster
 extender_bin=${1:-${NVL72_EXTENDER_BIN:-${NVL72_BUILD_DIR:-$root/build}/scheduler-plugin/nvl72-extender}}
 [[ -x $extender_bin ]] || { echo "nvl72-extender binary not found at $extender_bin" >&2; exit 1; }
+e2e_name=extender-e2e
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+
+# Its own cluster of 11 racks (not e2e_cluster's shared 4-rack one); e2e_cluster_down stops it. The
+# state dir also holds the logs of the processes started here.
 state=$(mktemp -d "${TMPDIR:-/tmp}/nvl72-extender-e2e.XXXXXX")
-t0=$(date +%s)
+own_cluster=1
 ext_pid= sched_pid=
-log() { printf '[extender_e2e +%ss] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
-ok() { log "ok: $*"; }
-result() {
-  log "RESULT $*"
-  if [[ -n ${NVL72_E2E_RESULTS:-} ]]; then echo "$*" >>"$NVL72_E2E_RESULTS"; fi
-}
-fail() {
-  log "FAIL: $*" >&2
-  for f in "$state"/extender.log "$state"/nvl72-scheduler.log; do
-    [[ -f $f ]] && { echo "--- tail of $f" >&2; tail -n 30 "$f" >&2; }
-  done
-  exit 1
-}
-stop_pid() { # PID: TERM, wait up to 10 s, then KILL
-  local pid=$1
-  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.25; done
-  kill -KILL "$pid" 2>/dev/null || true
-}
 cleanup() {
+  local rc=$?
+  set +e
   stop_pid "$sched_pid"
   stop_pid "$ext_pid"
-  "$lc" down --state "$state" >/dev/null 2>&1 || true
+  if ((failures > 0 || rc != 0)); then
+    for f in "$state"/extender.log "$state"/nvl72-scheduler.log "$state"/nvl72-scheduler-full.log; do
+      [[ -f $f ]] && { log "--- tail of $f"; tail -n 30 "$f" >&2; }
+    done
+  fi
+  e2e_cluster_down "$root"
   rm -rf "$state"
+  exit "$rc"
 }
 trap cleanup EXIT
-wait_until() { # TIMEOUT_S CMD...
-  local deadline=$(( $(date +%s) + $1 )); shift
-  until "$@"; do (( $(date +%s) < deadline )) || return 1; sleep 0.5; done
-}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
 racks=11
-"$lc" up --racks "$racks" --state "$state" >/dev/null || fail "local-cluster up"
+"$lc" up --racks "$racks" --state "$state" >/dev/null || { fail "local-cluster up"; exit 1; }
 # shellcheck disable=SC1091
 source "$state/env"
-"$lc" scheduler start --state "$state" || fail "default kube-scheduler"
+"$lc" scheduler start --state "$state" || { fail "default kube-scheduler"; exit 1; }
 nodes_ready() { [[ $(kubectl get nodes -l nvidia.com/gpu.clique --no-headers 2>/dev/null | grep -c ' Ready ') == $((racks * 18)) ]]; }
-wait_until 120 nodes_ready || fail "nodes not Ready"
+wait_until 120 nodes_ready || { fail "nodes not Ready"; exit 1; }
 ok "cluster up: $racks racks, default kube-scheduler running"
 
 clique() { kubectl get node "rack$1-node00" -o jsonpath='{.metadata.labels.nvidia\.com/gpu\.clique}'; }
 kubectl create namespace e2e >/dev/null
 
 # ---- nvl72-extender + second kube-scheduler (nvl72-scheduler profile) ----
-ext_port=$(free_port)
-start_extender() {
-  "$extender_bin" --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$ext_port" --spares-per-domain 2 \
-    >>"$state/extender.log" 2>&1 &
-  ext_pid=$!
-  wait_until 60 curl -sf "http://127.0.0.1:$ext_port/readyz" -o /dev/null || fail "extender not ready"
-}
-start_extender
+start_extender "$extender_bin" "$state/extender.log" || { fail "extender not ready"; exit 1; }  # sets ext_port
 ok "nvl72-extender ready on 127.0.0.1:$ext_port"
-sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#EXTENDER_URL#http://127.0.0.1:$ext_port#" \
-  -e "s#LEADER_ELECT#false#" "$root/scheduler-plugin/scheduler-config.yaml" >"$state/nvl72-scheduler.yaml"
-start_scheduler() { # NAME: runs kube-scheduler with $state/NAME.yaml, logs to $state/NAME.log
-  "$NVL72_KUBE_SCHEDULER" --config="$state/$1.yaml" --secure-port="$(free_port)" \
-    --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
-    --authorization-kubeconfig="$KUBECONFIG" >"$state/$1.log" 2>&1 &
-  sched_pid=$!
-  sleep 3
-  kill -0 "$sched_pid" 2>/dev/null || fail "kube-scheduler with $1.yaml exited"
+# restart_extender: the extender again on the same port (the scheduler's config names it), its log
+# appended to the first one's; up to 60 s until /readyz.
+restart_extender() {
+  start_bg "$state/extender.log" "$extender_bin" --kubeconfig "$KUBECONFIG" \
+    --listen "127.0.0.1:$ext_port" --spares-per-domain 2
+  ext_pid=$BG_PID
+  wait_url 60 "http://127.0.0.1:$ext_port/readyz"
 }
-start_scheduler nvl72-scheduler
+scheduler_stays_up() { # NAME: the kube-scheduler just started with $state/NAME.yaml still runs 3 s later
+  sleep 3
+  kill -0 "$sched_pid" 2>/dev/null || { fail "kube-scheduler with $1.yaml exited"; exit 1; }
+}
+# Writes $state/nvl72-scheduler.yaml (the profile's config, extender http://127.0.0.1:$ext_port).
+start_nvl72_scheduler "$root" "$state" "$state/nvl72-scheduler.log"
+scheduler_stays_up nvl72-scheduler
 ok "second kube-scheduler (profile nvl72-scheduler, extender http://127.0.0.1:$ext_port)"
 
 # ---- helpers ----
@@ -133,8 +120,8 @@ all_on_plan() { # JOB COUNT
 
 # ---- 1. gang ranks land on their planned nodes ----
 gang_pods g1 rack10-node03 rack10-node07 rack10-node11 rack10-node15 | kubectl apply -f - >/dev/null
-wait_until 60 all_on_plan g1 4 || fail "gang g1 not bound to its plan:
-$(placements g1)"
+wait_until 60 all_on_plan g1 4 || { fail "gang g1 not bound to its plan:
+$(placements g1)"; exit 1; }
 ok "gang g1: 4 ranks bound to their planned nodes by kube-scheduler + extender"
 
 # ---- 2. 200 single-GPU pods, default profile vs nvl72-scheduler, side by side ----
@@ -197,7 +184,7 @@ kubectl apply -f "$state/singles.yaml" >/dev/null
 t_default= t_nvl72=
 deadline=$(( $(date +%s) + 300 ))
 while [[ -z $t_default || -z $t_nvl72 ]]; do
-  (( $(date +%s) < deadline )) || fail "singles not all bound: default $(bound_count default)/200, nvl72 $(bound_count nvl72)/200"
+  (( $(date +%s) < deadline )) || { fail "singles not all bound: default $(bound_count default)/200, nvl72 $(bound_count nvl72)/200"; exit 1; }
   [[ -z $t_default && $(bound_count default) == 200 ]] && t_default=$(awk -v a="$ts" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   [[ -z $t_nvl72 && $(bound_count nvl72) == 200 ]] && t_nvl72=$(awk -v a="$ts" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   sleep 0.5
@@ -248,16 +235,16 @@ ok "extender stopped"
 gang_pods g2 rack10-node00 rack10-node01 | kubectl apply -f - >/dev/null
 sleep 15
 pending=$(placements g2 | awk '$2 == "-"' | wc -l)
-[[ $pending == 2 ]] || fail "with the extender down, gang g2 was placed:
-$(placements g2)"
+[[ $pending == 2 ]] || { fail "with the extender down, gang g2 was placed:
+$(placements g2)"; exit 1; }
 ok "extender down for 15 s: both g2 ranks still Pending"
-start_extender
+restart_extender || { fail "extender not ready"; exit 1; }
 ok "extender back"
 if ! wait_until 30 all_on_plan g2 2; then
   # The pods may sit in the scheduler's backoff; any pod update requeues them.
   kubectl annotate pods -n e2e -l nvl72.dev/job=g2 nvl72.dev/poke="$(date +%s)" --overwrite >/dev/null
-  wait_until 60 all_on_plan g2 2 || fail "g2 not bound after the extender came back:
-$(placements g2)"
+  wait_until 60 all_on_plan g2 2 || { fail "g2 not bound after the extender came back:
+$(placements g2)"; exit 1; }
 fi
 ok "gang g2 bound to its planned nodes after the extender came back"
 grep -q 'nvl72_extender_requests_total{code="200",verb="bind"}' <(curl -sf "http://127.0.0.1:$ext_port/metrics") \
@@ -265,12 +252,16 @@ grep -q 'nvl72_extender_requests_total{code="200",verb="bind"}' <(curl -sf "http
 # ---- 4. full-Nodes mode: kube-scheduler sends Node objects, the filter answers with Nodes ----
 stop_pid "$sched_pid"; sched_pid=
 sed -e 's#nodeCacheCapable: true#nodeCacheCapable: false#' "$state/nvl72-scheduler.yaml" >"$state/nvl72-scheduler-full.yaml"
-grep -q 'nodeCacheCapable: false' "$state/nvl72-scheduler-full.yaml" || fail "could not switch nodeCacheCapable off"
-start_scheduler nvl72-scheduler-full
+grep -q 'nodeCacheCapable: false' "$state/nvl72-scheduler-full.yaml" || { fail "could not switch nodeCacheCapable off"; exit 1; }
+start_bg "$state/nvl72-scheduler-full.log" "$NVL72_KUBE_SCHEDULER" --config="$state/nvl72-scheduler-full.yaml" \
+  --secure-port="$(free_port)" --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
+  --authorization-kubeconfig="$KUBECONFIG"
+sched_pid=$BG_PID
+scheduler_stays_up nvl72-scheduler-full
 full_before=$(curl -sf "http://127.0.0.1:$ext_port/metrics" | awk '/^nvl72_extender_requests_total\{code="200",verb="filter"\}/ {print $2}')
 gang_pods g3 rack10-node04 rack10-node08 | kubectl apply -f - >/dev/null
-wait_until 60 all_on_plan g3 2 || fail "full-Nodes mode: gang g3 not bound to its plan:
-$(placements g3)"
+wait_until 60 all_on_plan g3 2 || { fail "full-Nodes mode: gang g3 not bound to its plan:
+$(placements g3)"; exit 1; }
 ok "full-Nodes mode: gang g3 bound to its planned nodes"
 for i in 0 1 2 3; do
   cat <<YAML
@@ -287,13 +278,15 @@ spec:
 YAML
 done | kubectl apply -f - >/dev/null
 singles_bound() { [[ $(kubectl get pods -n e2e -l e2e=full-single -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c .) == 4 ]]; }
-wait_until 60 singles_bound || fail "full-Nodes mode: single-GPU pods not bound:
-$(kubectl get pods -n e2e -l e2e=full-single -o wide)"
+wait_until 60 singles_bound || { fail "full-Nodes mode: single-GPU pods not bound:
+$(kubectl get pods -n e2e -l e2e=full-single -o wide)"; exit 1; }
 full_after=$(curl -sf "http://127.0.0.1:$ext_port/metrics" | awk '/^nvl72_extender_requests_total\{code="200",verb="filter"\}/ {print $2}')
+failures_before=$failures
 (( ${full_after%.*} >= ${full_before%.*} + 6 )) || fail "full-Nodes mode: the extender answered only $(( ${full_after%.*} - ${full_before%.*} )) filter requests for 6 pods"
 if grep -i 'extender' "$state/nvl72-scheduler-full.log" | grep -i -E 'error|fail'; then
   fail "full-Nodes mode: the scheduler logged extender errors"
 fi
-ok "full-Nodes mode: 4 single-GPU pods bound through the extender ($(( ${full_after%.*} - ${full_before%.*} )) filter requests answered with 200)"
+((failures > failures_before)) ||
+  ok "full-Nodes mode: 4 single-GPU pods bound through the extender ($(( ${full_after%.*} - ${full_before%.*} )) filter requests answered with 200)"
 
-ok "all extender e2e checks passed in $(( $(date +%s) - t0 ))s"
+e2e_end  # no NVL72Jobs here ($ns unset): PASS, or exit 1 with the failures

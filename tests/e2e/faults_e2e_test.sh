@@ -4,7 +4,8 @@
 #
 #   tests/e2e/faults_e2e_test.sh OPERATOR_BINARY EXTENDER_BINARY
 # Cluster: the shared one of scripts/test when $NVL72_CLUSTER_STATE points at a running local
-# cluster (scripts/local-cluster status), else its own with 2 racks in a temporary state dir.
+# cluster (scripts/local-cluster status), else its own with 4 racks in a temporary state dir (lib.sh
+# e2e_cluster).
 # Binaries default to $NVL72_BUILD_DIR/{operator,scheduler-plugin}/.
 #
 # Checks (each prints what happened; any wrong outcome fails the test):
@@ -33,6 +34,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
+e2e_name=faults-e2e
 # shellcheck source=lib.sh
 source "$here/lib.sh"
 build=${NVL72_BUILD_DIR:-$repo/build/dev}
@@ -41,27 +43,8 @@ ext_bin=${2:-${NVL72_EXTENDER_BIN:-$build/scheduler-plugin/nvl72-extender}}
 [[ -x $op_bin ]] || { echo "operator binary $op_bin not found" >&2; exit 2; }
 [[ -x $ext_bin ]] || { echo "extender binary $ext_bin not found" >&2; exit 2; }
 
-t0=$SECONDS
-log() { printf '[faults-e2e %s +%ss] %s\n' "$(date +%H:%M:%S)" "$((SECONDS - t0))" "$*" >&2; }
-failures=0
-fail() { log "FAIL: $*"; failures=$((failures + 1)); }
-ok() { log "ok: $*"; }
-
 lc=$repo/scripts/local-cluster
-own_cluster=0
-if [[ -n ${NVL72_CLUSTER_STATE:-} ]] && "$lc" status --state "$NVL72_CLUSTER_STATE" >/dev/null 2>&1; then
-  state=$NVL72_CLUSTER_STATE
-  log "using the shared local cluster at $state"
-else
-  state=$(mktemp -d /tmp/nvl72-faults-e2e.XXXXXX)
-  rmdir "$state"
-  own_cluster=1
-  log "starting a local control plane with 2 racks in $state"
-  "$lc" up --racks 2 --state "$state" >/dev/null
-fi
-# shellcheck disable=SC1091
-source "$state/env"
-kc() { "$NVL72_KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
+e2e_cluster "$repo"  # sets state, own_cluster; sources $state/env
 ns=faults-e2e-$(date +%s)
 work=$(mktemp -d /tmp/nvl72-faults-e2e-work.XXXXXX)
 ext_pid= op_pid= sched_pid=
@@ -73,9 +56,9 @@ cleanup() {
     # The operator deletes the pods of deleted jobs and drops its finalizer.
     kc -n "$ns" delete nvj --all --wait=true --timeout=30s >/dev/null 2>&1
   fi
-  e2e_stop_all
+  stop_all
   if ((own_cluster)); then
-    "$lc" down --state "$state" >/dev/null 2>&1
+    e2e_cluster_down "$repo"
   else # a shared cluster gets its capacity back at once (not when the namespace is finally gone)
     kc -n "$ns" get nvj -o name 2>/dev/null | while read -r j; do
       kc -n "$ns" patch "$j" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
@@ -93,20 +76,20 @@ cleanup() {
 }
 trap cleanup EXIT
 
-kc create namespace "$ns" >/dev/null
-kc apply -f "$repo/crds/nvl72jobs.nvl72.dev.yaml" >/dev/null
-kc wait --for condition=established --timeout=60s crd/nvl72jobs.nvl72.dev >/dev/null
+e2e_namespace "$repo" "$ns" || { fail "namespace $ns not ready"; exit 1; }
 
-ext_port=$(e2e_free_port)
+ext_port=$(free_port)
 url=http://127.0.0.1:$ext_port
 max_body=1048576 read_timeout_ms=2000
-start_extender() { # [KUBECONFIG]
-  e2e_start "$work/extender.log" "$ext_bin" --kubeconfig "${1:-$KUBECONFIG}" --listen "127.0.0.1:$ext_port" \
+# start_faults_extender [KUBECONFIG]: (re)starts the extender on the fixed $ext_port (the
+# kube-scheduler's config names $url), with the limits under test; appends to extender.log.
+start_faults_extender() {
+  start_bg "$work/extender.log" "$ext_bin" --kubeconfig "${1:-$KUBECONFIG}" --listen "127.0.0.1:$ext_port" \
     --max-body-bytes "$max_body" --request-timeout-ms "$read_timeout_ms" --workers 4
-  ext_pid=$E2E_PID
+  ext_pid=$BG_PID
 }
-start_extender
-e2e_wait_url 60 "$url/readyz" || { fail "extender not ready in 60 s"; exit 1; }
+start_faults_extender
+wait_url 60 "$url/readyz" || { fail "extender not ready in 60 s"; exit 1; }
 ok "nvl72-extender ready on $url (--max-body-bytes $max_body --request-timeout-ms $read_timeout_ms --workers 4)"
 ext_alive() { kill -0 "$ext_pid" 2>/dev/null && [[ $(curl -s --max-time 5 "$url/healthz") == ok ]]; }
 
@@ -290,16 +273,16 @@ log "4. a kubeconfig with a wrong token"
 bad_token=nvl72-faults-e2e-wrong-token-$(openssl rand -hex 12)
 sed "s#token: .*#token: $bad_token#" "$KUBECONFIG" >"$work/bad-kubeconfig"
 grep -q "$bad_token" "$work/bad-kubeconfig" || { fail "could not write a kubeconfig with a wrong token"; }
-bad_health=$(e2e_free_port) bad_ext_port=$(e2e_free_port)
-e2e_start "$work/operator-badtoken.log" "$op_bin" --kubeconfig "$work/bad-kubeconfig" --namespace "$ns" \
+bad_health=$(free_port) bad_ext_port=$(free_port)
+start_bg "$work/operator-badtoken.log" "$op_bin" --kubeconfig "$work/bad-kubeconfig" --namespace "$ns" \
   --metrics-addr 0 --health-addr "127.0.0.1:$bad_health"
-bad_op=$E2E_PID
-e2e_start "$work/extender-badtoken.log" "$ext_bin" --kubeconfig "$work/bad-kubeconfig" \
+bad_op=$BG_PID
+start_bg "$work/extender-badtoken.log" "$ext_bin" --kubeconfig "$work/bad-kubeconfig" \
   --listen "127.0.0.1:$bad_ext_port"
-bad_ext=$E2E_PID
+bad_ext=$BG_PID
 unauthorized_logged() { grep -qi 'unauthorized\|401' "$1"; }
-e2e_wait_until 30 unauthorized_logged "$work/operator-badtoken.log" || true
-e2e_wait_until 10 unauthorized_logged "$work/extender-badtoken.log" || true
+wait_until 30 unauthorized_logged "$work/operator-badtoken.log" || true
+wait_until 10 unauthorized_logged "$work/extender-badtoken.log" || true
 for who in operator extender; do
   f=$work/$who-badtoken.log
   pid=$bad_op readyz=http://127.0.0.1:$bad_health/readyz
@@ -312,7 +295,7 @@ for who in operator extender; do
   else
     fail "$who with a wrong token: $state_now, but no Unauthorized/401 in its log: $(tail -3 "$f" | tr '\n' ' ' | cut -c1-300)"
   fi
-  e2e_stop "$pid" 5
+  stop_pid "$pid" 5
 done
 leaks=$(grep -l -e "$bad_token" -e "$NVL72_TOKEN" "$work"/*.log 2>/dev/null || true)
 [[ -z $leaks ]] && ok "neither the wrong token nor the admin token appears in any log" ||
@@ -323,27 +306,29 @@ log "5. SIGKILL of the operator and the extender while jobs are admitted, then r
 sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#EXTENDER_URL#$url#" -e "s#LEADER_ELECT#false#" \
   "$repo/scheduler-plugin/scheduler-config.yaml" >"$work/nvl72-scheduler.yaml"
 start_scheduler() {
-  e2e_start "$work/nvl72-scheduler.log" "$NVL72_KUBE_SCHEDULER" --config="$work/nvl72-scheduler.yaml" \
-    --secure-port="$(e2e_free_port)" --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
+  start_bg "$work/nvl72-scheduler.log" "$NVL72_KUBE_SCHEDULER" --config="$work/nvl72-scheduler.yaml" \
+    --secure-port="$(free_port)" --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
     --authorization-kubeconfig="$KUBECONFIG"
-  sched_pid=$E2E_PID
+  sched_pid=$BG_PID
 }
 start_scheduler
-start_operator() {
-  op_health=$(e2e_free_port)
-  e2e_start "$work/operator.log" "$op_bin" --kubeconfig "$KUBECONFIG" --namespace "$ns" \
+# start_faults_operator: (re)starts the operator (new health port, no metrics listener); appends to
+# operator.log, so the admissions logged before a SIGKILL stay in it.
+start_faults_operator() {
+  op_health=$(free_port)
+  start_bg "$work/operator.log" "$op_bin" --kubeconfig "$KUBECONFIG" --namespace "$ns" \
     --metrics-addr 0 --health-addr "127.0.0.1:$op_health" --admission-resync-seconds 5
-  op_pid=$E2E_PID
+  op_pid=$BG_PID
 }
-start_operator
-e2e_wait_url 60 "http://127.0.0.1:$op_health/readyz" || { fail "operator not ready"; exit 1; }
+start_faults_operator
+wait_url 60 "http://127.0.0.1:$op_health/readyz" || { fail "operator not ready"; exit 1; }
 # The operator's health listener gets a garbage request line too.
 exec 4<>"/dev/tcp/127.0.0.1/$op_health"
 printf 'GARBAGE\r\n\r\n' >&4
 line=''
 IFS= read -r -t 10 line <&4 || true
 exec 4<&-
-if [[ ${line%$'\r'} == "HTTP/1.1 400"* ]] && e2e_wait_url 5 "http://127.0.0.1:$op_health/healthz" && kill -0 "$op_pid"; then
+if [[ ${line%$'\r'} == "HTTP/1.1 400"* ]] && wait_url 5 "http://127.0.0.1:$op_health/healthz" && kill -0 "$op_pid"; then
   ok "operator health port: garbage request line -> '${line%$'\r'}', still healthy"
 else
   fail "operator health port after garbage: reply '${line%$'\r'}', healthz or process gone"
@@ -365,23 +350,23 @@ ranks() { # "job rank node" of every placed rank
   done
 }
 job fa 4 | kc -n "$ns" apply -f - >/dev/null
-e2e_wait_until 90 all_running 1 || fail "fa not Running: $(jobs_state | tr '\n' ' ') $(pods_table | tr '\n' ';')"
+wait_until 90 all_running 1 || fail "fa not Running: $(jobs_state | tr '\n' ' ') $(pods_table | tr '\n' ';')"
 ok "job fa Running (4 ranks bound by kube-scheduler + extender)"
 ranks | sort >"$work/before"
 { job fb 4; job fc 4; job fd 8; } | kc -n "$ns" apply -f - >/dev/null
 admitted_some() { grep -q "admitted $ns/f[bcd]" "$work/operator.log"; }
-e2e_wait_until 30 admitted_some || true
+wait_until 30 admitted_some || true
 kill -KILL "$op_pid" "$ext_pid" 2>/dev/null
 wait "$op_pid" "$ext_pid" 2>/dev/null || true
 log "SIGKILLed operator and extender: $(grep -c "admitted $ns/f[bcd]" "$work/operator.log" || true) of 3 new jobs admitted, $(pods_table | grep -c . || true) pods"
 ranks | sort >"$work/at-kill"
 sleep 2
-start_extender
-e2e_wait_url 60 "$url/readyz" || fail "extender not ready after restart"
-start_operator
-e2e_wait_url 60 "http://127.0.0.1:$op_health/readyz" || fail "operator not ready after restart"
+start_faults_extender
+wait_url 60 "$url/readyz" || fail "extender not ready after restart"
+start_faults_operator
+wait_url 60 "http://127.0.0.1:$op_health/readyz" || fail "operator not ready after restart"
 ok "extender and operator restarted"
-if e2e_wait_until 120 all_running 4; then
+if wait_until 120 all_running 4; then
   ok "all 4 jobs Running after the restart"
 else
   fail "jobs after restart: $(jobs_state | tr '\n' ' '); pods: $(pods_table | awk '{print $4}' | sort | uniq -c | tr '\n' ' ')"
@@ -419,7 +404,7 @@ log "6. kube-apiserver restart under the running operator, extender and kube-sch
 ranks | sort >"$work/before-restart"
 "$lc" restart-apiserver --state "$state" >"$work/restart-apiserver.log" 2>&1 || fail "restart-apiserver failed"
 job fe 4 | kc -n "$ns" apply -f - >/dev/null
-if e2e_wait_until 90 all_running 5; then
+if wait_until 90 all_running 5; then
   ok "a job created after the restart is admitted, bound and Running; the others still Running"
 else
   fail "after the apiserver restart: $(jobs_state | tr '\n' ' ')"
@@ -427,7 +412,7 @@ fi
 ranks | sort >"$work/after-restart"
 [[ $(join <(awk '{print $1 "/" $2, $3}' "$work/before-restart" | sort) <(awk '{print $1 "/" $2, $3}' "$work/after-restart" | sort) |
   awk '$2 != $3' | wc -l) == 0 ]] && ok "no placement changed across the restart" || fail "placements changed across the restart"
-kill -0 "$op_pid" 2>/dev/null && kill -0 "$ext_pid" 2>/dev/null && e2e_wait_url 30 "$url/readyz" &&
+kill -0 "$op_pid" 2>/dev/null && kill -0 "$ext_pid" 2>/dev/null && wait_url 30 "$url/readyz" &&
   ok "operator and extender alive, extender ready" || fail "operator or extender gone or not ready after the apiserver restart"
 
 # ------------------------------------------------------------------------------------------------
@@ -436,7 +421,7 @@ kill -KILL "$sched_pid" 2>/dev/null || fail "kube-scheduler was not running"
 job ff 4 | kc -n "$ns" apply -f - >/dev/null
 ff_pods() { pods_table | grep '^ff-' || true; }
 ff_created() { [[ $(ff_pods | grep -c .) == 4 ]]; }
-if e2e_wait_until 60 ff_created; then
+if wait_until 60 ff_created; then
   sleep 5  # time for any other scheduler to (wrongly) take them
   unbound=$(ff_pods | awk '$3 == "-"' | wc -l)
   [[ $unbound == 4 ]] && ok "job ff admitted, its 4 pods created and left unbound while no nvl72-scheduler runs" ||
@@ -445,7 +430,7 @@ else
   fail "ff's pods not created: $(jobs_state | tr '\n' ' ') $(pods_table | tr '\n' ';')"
 fi
 start_scheduler
-if e2e_wait_until 90 all_running 6; then
+if wait_until 90 all_running 6; then
   off_plan=$(ff_pods | awk '$2 != $3' | wc -l)
   [[ $off_plan == 0 ]] && ok "restarted kube-scheduler bound ff's pods to their planned nodes; all 6 jobs Running" ||
     fail "ff pods off their plan: $(ff_pods | tr '\n' ';')"

@@ -16,8 +16,14 @@
 #
 #   tests/e2e/helm_e2e_test.sh [OPERATOR_BINARY EXTENDER_BINARY]
 # Needs: scripts/build-tools components (built on demand by local-cluster). No container runs.
+# Its own 1-rack cluster, never the shared one of $NVL72_CLUSTER_STATE: the chart's CRDs, ClusterRoles
+# and the kube-scheduler with the nvl72-scheduler profile would meet the other tests' objects there.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+e2e_name=helm-e2e
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 lc=$root/scripts/local-cluster
 # shellcheck source=../../scripts/versions.env
 source "$root/scripts/versions.env"
@@ -25,16 +31,14 @@ chart=$root/charts/nvl72-operator
 state=$(mktemp -d "${TMPDIR:-/tmp}/nvl72-helm-e2e.XXXXXX")
 ns=nvl72-system rel=nvl72
 op_bin=${1:-} ext_bin=${2:-}
-t0=$(date +%s)
 sched_pid=
-ok() { printf '[helm_e2e +%ss] ok: %s\n' "$(($(date +%s) - t0))" "$*"; }
-fail() {
-  printf '[helm_e2e +%ss] FAIL: %s\n' "$(($(date +%s) - t0))" "$*" >&2
-  [[ -f $state/sched.log ]] && { echo "--- tail of kube-scheduler log" >&2; tail -n 20 "$state/sched.log" >&2; }
-  exit 1
-}
 cleanup() {
-  [[ -n $sched_pid ]] && kill "$sched_pid" 2>/dev/null && wait "$sched_pid" 2>/dev/null
+  local rc=$?
+  set +e
+  if ((failures > 0 || rc != 0)) && [[ -f $state/sched.log ]]; then
+    log "--- tail of kube-scheduler log"; tail -n 20 "$state/sched.log" >&2
+  fi
+  stop_pid "$sched_pid"
   if ! "$lc" down --state "$state" >/dev/null 2>&1; then
     # `down` failed: stop what local-cluster started (pid files) so nothing outlives the state dir.
     local f
@@ -43,10 +47,6 @@ cleanup() {
   rm -rf "$state"
 }
 trap cleanup EXIT
-wait_until() { # TIMEOUT_S CMD...
-  local deadline=$(($(date +%s) + $1)); shift
-  until "$@"; do (($(date +%s) < deadline)) || return 1; sleep 0.5; done
-}
 # check_rendered_flags WHEN: runs the host binaries with the args of their installed Deployment,
 # $(POD_NAME) and $(POD_NAMESPACE) made literal. `--version` must exit 0 (every flag name known, every
 # value of the right type); a missing kubeconfig must give exit 1, not 2: both binaries check all
@@ -54,7 +54,7 @@ wait_until() { # TIMEOUT_S CMD...
 # start nothing before that.
 check_rendered_flags() {
   [[ -n $op_bin && -n $ext_bin ]] || { ok "no binaries given: rendered flags not run ($1)"; return; }
-  local comp deploy b rc out
+  local comp deploy b rc out f=$failures
   local -a flags
   for comp in operator extender; do
     deploy=$rel-nvl72-operator b=$op_bin
@@ -62,24 +62,27 @@ check_rendered_flags() {
     mapfile -t flags < <(kubectl get deploy "$deploy" -n "$ns" \
       -o jsonpath='{range .spec.template.spec.containers[0].args[*]}{@}{"\n"}{end}' |
       sed -e "s/\$(POD_NAME)/$deploy-e2e/g" -e "s/\$(POD_NAMESPACE)/$ns/g")
-    ((${#flags[@]} >= 5)) || fail "$1: $deploy renders only ${#flags[@]} args: ${flags[*]}"
-    [[ ${flags[*]} != *'$('* ]] || fail "$1: $deploy args reference an unknown variable: ${flags[*]}"
-    out=$("$b" "${flags[@]}" --version 2>&1) || fail "$1: $comp refuses the chart's args: $out (args: ${flags[*]})"
+    ((${#flags[@]} >= 5)) || { fail "$1: $deploy renders only ${#flags[@]} args: ${flags[*]}"; continue; }
+    [[ ${flags[*]} != *'$('* ]] || { fail "$1: $deploy args reference an unknown variable: ${flags[*]}"; continue; }
+    out=$("$b" "${flags[@]}" --version 2>&1) || { fail "$1: $comp refuses the chart's args: $out (args: ${flags[*]})"; continue; }
     rc=0
     out=$("$b" "${flags[@]}" --kubeconfig="$state/no-such-kubeconfig" 2>&1) || rc=$?
     ((rc == 1)) || fail "$1: $comp with the chart's args and no kubeconfig exits $rc, wanted 1 (2: a value refused): $out (args: ${flags[*]})"
   done
-  ok "$1: nvl72-operator and nvl72-extender accept every arg the chart renders"
+  ((failures > f)) || ok "$1: nvl72-operator and nvl72-extender accept every arg the chart renders"
 }
 
 # --- 1. static checks --------------------------------------------------------------------------
-"$root/scripts/sync-chart-crds" --check || fail "charts/nvl72-operator/crds is out of sync with crds/ (run scripts/sync-chart-crds)"
-ok "chart CRDs match crds/"
+if "$root/scripts/sync-chart-crds" --check; then
+  ok "chart CRDs match crds/"
+else
+  fail "charts/nvl72-operator/crds is out of sync with crds/ (run scripts/sync-chart-crds)"
+fi
 
-"$lc" up --racks 1 --state "$state" >/dev/null || fail "local-cluster up"
+"$lc" up --racks 1 --state "$state" >/dev/null || { fail "local-cluster up"; exit 1; }
 # shellcheck disable=SC1091
 source "$state/env"
-command -v helm >/dev/null || fail "no helm on PATH after sourcing $state/env"
+command -v helm >/dev/null || { fail "no helm on PATH after sourcing $state/env"; exit 1; }
 ok "local control plane at $NVL72_APISERVER_URL, $(helm version --short)"
 
 all_on=(--set monitoring.serviceMonitor.enabled=true --set monitoring.prometheusRule.enabled=true
@@ -87,9 +90,11 @@ all_on=(--set monitoring.serviceMonitor.enabled=true --set monitoring.prometheus
   --set extender.tls.secretName=nvl72-extender-tls --set imagePullSecrets='{regcred}'
   --set operator.metricsTLS.enabled=true --set operator.metricsTLS.secretName=nvl72-metrics-tls
   --set operator.metricsTLS.clientAuth=true --set monitoring.serviceMonitor.clientCertSecret=prometheus-client)
+f=$failures
 lint=$(helm lint --strict "$chart" 2>&1) || fail "helm lint --strict: $lint"
 lint=$(helm lint --strict "$chart" "${all_on[@]}" 2>&1) || fail "helm lint --strict (everything on): $lint"
-ok "helm lint --strict (defaults, everything on)"
+((failures > f)) || ok "helm lint --strict (defaults, everything on)"
+f=$failures
 if helm template x "$chart" --set placement.sparesPerDomain=-1 >/dev/null 2>&1; then
   fail "values.schema.json accepted placement.sparesPerDomain=-1"
 fi
@@ -99,12 +104,12 @@ fi
 if helm template x "$chart" --set extender.tls.enabled=true >/dev/null 2>&1; then
   fail "extender.tls.enabled without a secretName rendered"
 fi
-ok "values.schema.json and required values reject bad input"
+((failures > f)) || ok "values.schema.json and required values reject bad input"
 
 # --- 2. server-side dry run ----------------------------------------------------------------------
 kubectl create namespace "$ns" >/dev/null
 for kind in ServiceMonitor:servicemonitors PrometheusRule:prometheusrules; do
-  kubectl apply -f - >/dev/null <<EOF || fail "stub CRD ${kind#*:}"
+  kubectl apply -f - >/dev/null <<EOF || { fail "stub CRD ${kind#*:}"; exit 1; }
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata: {name: ${kind#*:}.monitoring.coreos.com}
@@ -120,20 +125,22 @@ kubectl wait --for=condition=Established --timeout=30s crd/servicemonitors.monit
 for variant in defaults everything-on; do
   args=(); [[ $variant == everything-on ]] && args=("${all_on[@]}")
   out=$(helm template "$rel" "$chart" -n "$ns" --include-crds "${args[@]}" |
-    kubectl apply --dry-run=server -f - 2>&1) || fail "kubectl apply --dry-run=server ($variant): $out"
+    kubectl apply --dry-run=server -f - 2>&1) || { fail "kubectl apply --dry-run=server ($variant): $out"; continue; }
   n=$(grep -c 'created (server dry run)' <<<"$out" || true)
-  ((n >= 20)) || fail "server dry run ($variant) created only $n objects: $out"
+  ((n >= 20)) || { fail "server dry run ($variant) created only $n objects: $out"; continue; }
   ok "helm template | kubectl apply --dry-run=server ($variant): $n objects accepted"
 done
 
 # --- 3. install ------------------------------------------------------------------------------------
-out=$(helm install "$rel" "$chart" -n "$ns" --set monitoring.dashboard.enabled=true 2>&1) || fail "helm install: $out"
+out=$(helm install "$rel" "$chart" -n "$ns" --set monitoring.dashboard.enabled=true 2>&1) || { fail "helm install: $out"; exit 1; }
+f=$failures
 grep -q "STATUS: deployed" <<<"$out" || fail "helm install did not report deployed: $out"
 grep -q "kubectl nvl72 racks" <<<"$out" || fail "NOTES.txt not shown: $out"
 kubectl wait --for=condition=Established --timeout=30s crd/nvl72jobs.nvl72.dev >/dev/null || fail "NVL72Job CRD not established"
 sel=app.kubernetes.io/instance=$rel
 count() { kubectl get "$@" -l "$sel" -o name 2>/dev/null | grep -c . || true; }
-[[ $(count deploy -n "$ns") == 3 ]] || fail "expected 3 Deployments: $(kubectl get deploy -n "$ns" -o name)"
+# What follows reads the three Deployments: without them, stop here.
+[[ $(count deploy -n "$ns") == 3 ]] || { fail "expected 3 Deployments: $(kubectl get deploy -n "$ns" -o name)"; exit 1; }
 [[ $(count svc -n "$ns") == 2 ]] || fail "expected 2 Services: $(kubectl get svc -n "$ns" -o name)"
 [[ $(count sa -n "$ns") == 3 ]] || fail "expected 3 ServiceAccounts"
 [[ $(count cm -n "$ns") == 2 ]] || fail "expected 2 ConfigMaps (scheduler config, dashboard)"
@@ -153,7 +160,7 @@ cfg=$(kubectl get cm "$rel-nvl72-operator-scheduler-config" -n "$ns" -o jsonpath
 grep -q "schedulerName: nvl72-scheduler" <<<"$cfg" || fail "scheduler profile missing: $cfg"
 grep -q "urlPrefix: \"http://$rel-nvl72-operator-extender.$ns.svc:8888\"" <<<"$cfg" || fail "extender URL: $cfg"
 grep -q "resourceName: $rel-nvl72-operator-scheduler" <<<"$cfg" || fail "scheduler lease: $cfg"
-ok "helm install: 3 Deployments, 2 Services, 3 ServiceAccounts, RBAC, scheduler config; pods non-root, read-only, no caps, seccomp"
+((failures > f)) || ok "helm install: 3 Deployments, 2 Services, 3 ServiceAccounts, RBAC, scheduler config; pods non-root, read-only, no caps, seccomp"
 check_rendered_flags install
 
 # --- 4. RBAC ---------------------------------------------------------------------------------------
@@ -167,6 +174,7 @@ expect() { # yes|no SA VERB RESOURCE [args]
   else [[ $want == no ]] || fail "$1 may not $2 $3 ${*:4} (needs to)"; fi
 }
 op=$rel-nvl72-operator ext=$rel-nvl72-operator-extender sch=$rel-nvl72-operator-scheduler
+f=$failures
 for v in get list watch update patch; do expect yes "$op" "$v" nvl72jobs.nvl72.dev -A; done
 expect yes "$op" update nvl72jobs.nvl72.dev --subresource=status -n team-a
 expect yes "$op" update nvl72jobs.nvl72.dev --subresource=finalizers -n team-a
@@ -198,7 +206,7 @@ for sa in "$op" "$ext" "$sch"; do
   expect no "$sa" delete nodes
   expect no "$sa" create clusterrolebindings.rbac.authorization.k8s.io
 done
-ok "RBAC: needed verbs allowed; secrets, node deletion, escalation denied (auth can-i as each ServiceAccount)"
+((failures > f)) || ok "RBAC: needed verbs allowed; secrets, node deletion, escalation denied (auth can-i as each ServiceAccount)"
 
 # Namespace users: kube-controller-manager's clusterrole-aggregation controller copies the chart's
 # NVL72Job rules into the standard edit, admin and view roles, so a user bound to edit submits jobs.
@@ -209,12 +217,13 @@ kubectl create rolebinding editor --clusterrole=edit --serviceaccount=team-u:edi
 kubectl create rolebinding viewer --clusterrole=view --serviceaccount=team-u:viewer -n team-u >/dev/null
 user_can() { kubectl auth can-i --as="system:serviceaccount:team-u:$1" "${@:2}" -n team-u >/dev/null 2>&1; }
 for _ in $(seq 60); do user_can editor create nvl72jobs.nvl72.dev && break; sleep 0.5; done
+f=$failures
 user_can editor create nvl72jobs.nvl72.dev || fail "a user bound to edit cannot create NVL72Jobs (aggregated roles)"
 user_can editor delete nvl72jobs.nvl72.dev || fail "a user bound to edit cannot delete NVL72Jobs"
 user_can editor update nvl72jobs.nvl72.dev --subresource=status && fail "a user bound to edit may write NVL72Job status"
 user_can viewer list nvl72jobs.nvl72.dev || fail "a user bound to view cannot list NVL72Jobs"
 user_can viewer create nvl72jobs.nvl72.dev && fail "a user bound to view may create NVL72Jobs"
-ok "RBAC: namespace users bound to edit submit NVL72Jobs and to view read them (aggregated ClusterRoles)"
+((failures > f)) || ok "RBAC: namespace users bound to edit submit NVL72Jobs and to view read them (aggregated ClusterRoles)"
 
 # Everything else denied: what `kubectl auth can-i --list` grants the operator and the extender, minus
 # what every ServiceAccount may do (a bare one's list: discovery, self-reviews), must be exactly the
@@ -258,23 +267,24 @@ expected_rbac() { # WHO WHERE(app|release) -> the allow-list lines
 }
 for who in operator extender; do
   sa=$op; [[ $who == extender ]] && sa=$ext
+  f=$failures
   for where in app release; do
     nsx=team-b; [[ $where == release ]] && nsx=$ns
     granted=$(comm -23 <(rbac_list "$sa" "$nsx") <(rbac_list nvl72-rbac-baseline "$nsx"))
-    [[ -n $granted ]] || fail "kubectl auth can-i --list as $sa in $nsx returned nothing"
-    grep -q '^UNPARSED' <<<"$granted" && fail "cannot read kubectl auth can-i --list: $(grep '^UNPARSED' <<<"$granted")"
+    [[ -n $granted ]] || { fail "kubectl auth can-i --list as $sa in $nsx returned nothing"; continue; }
+    grep -q '^UNPARSED' <<<"$granted" && { fail "cannot read kubectl auth can-i --list: $(grep '^UNPARSED' <<<"$granted")"; continue; }
     extra=$(comm -23 <(echo "$granted") <(expected_rbac "$who" "$where"))
     missing=$(comm -13 <(echo "$granted") <(expected_rbac "$who" "$where"))
     [[ -z $extra ]] || fail "the $who may do more than it needs in namespace $nsx: $(tr '\n' ' ' <<<"$extra")"
     [[ -z $missing ]] || fail "the $who lacks in namespace $nsx: $(tr '\n' ' ' <<<"$missing")"
   done
-  ok "RBAC: the $who's grants (kubectl auth can-i --list, minus a bare ServiceAccount's) equal its allow-list of $(expected_rbac "$who" release | grep -c .) resource/verb pairs; everything else is denied"
+  ((failures > f)) || ok "RBAC: the $who's grants (kubectl auth can-i --list, minus a bare ServiceAccount's) equal its allow-list of $(expected_rbac "$who" release | grep -c .) resource/verb pairs; everything else is denied"
 done
 kubectl delete serviceaccount nvl72-rbac-baseline -n "$ns" >/dev/null
 kubectl delete namespace team-b --wait=false >/dev/null 2>&1 || true
 
 # --- 5. the real kube-scheduler with the chart's config, as the scheduler ServiceAccount -------------
-token=$(kubectl create token "$sch" -n "$ns" --duration=10m) || fail "kubectl create token $sch"
+token=$(kubectl create token "$sch" -n "$ns" --duration=10m) || { fail "kubectl create token $sch"; exit 1; }
 cat >"$state/sched.kubeconfig" <<EOF
 apiVersion: v1
 kind: Config
@@ -285,33 +295,35 @@ current-context: c
 EOF
 # The in-cluster config of the pod becomes clientConnection.kubeconfig here; everything else as rendered.
 echo "$cfg" | sed 's|^clientConnection:$|clientConnection:\n  kubeconfig: '"$state"'/sched.kubeconfig|' >"$state/sched.yaml"
-grep -q "kubeconfig: $state/sched.kubeconfig" "$state/sched.yaml" || fail "could not point the scheduler config at its kubeconfig: $(cat "$state/sched.yaml")"
-read -r _ hi </proc/sys/net/ipv4/ip_local_port_range
-port=$(( (hi < 60000 ? hi + 1 : 20000) + RANDOM % 1000 ))
+grep -q "kubeconfig: $state/sched.kubeconfig" "$state/sched.yaml" ||
+  { fail "could not point the scheduler config at its kubeconfig: $(cat "$state/sched.yaml")"; exit 1; }
+port=$(free_port)
 "$NVL72_KUBE_SCHEDULER" --config="$state/sched.yaml" --secure-port="$port" --bind-address=127.0.0.1 \
   --authentication-kubeconfig="$state/sched.kubeconfig" --authorization-kubeconfig="$state/sched.kubeconfig" \
   --cert-dir="$state/sched-certs" >"$state/sched.log" 2>&1 &
 sched_pid=$!
 holder() { kubectl get lease "$sch" -n "$ns" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null | grep -q .; }
-wait_until 60 holder || fail "kube-scheduler did not take lease $ns/$sch"
+wait_until 60 holder || { fail "kube-scheduler did not take lease $ns/$sch"; exit 1; }
+f=$failures
 sleep 2
 kill -0 "$sched_pid" 2>/dev/null || fail "kube-scheduler exited"
 if grep -iE 'forbidden|is not authorized' "$state/sched.log" | grep -v 'extension-apiserver-authentication' >"$state/forbidden.log"; then
   fail "kube-scheduler hit RBAC denials: $(head -n 5 "$state/forbidden.log")"
 fi
-kill "$sched_pid"; wait "$sched_pid" 2>/dev/null || true; sched_pid=
+stop_pid "$sched_pid"; sched_pid=
 kubectl delete lease "$sch" -n "$ns" >/dev/null
-ok "kube-scheduler $K8S_VERSION ran with the chart's config as $sch: took lease $ns/$sch, no RBAC denials"
+((failures > f)) || ok "kube-scheduler $K8S_VERSION ran with the chart's config as $sch: took lease $ns/$sch, no RBAC denials"
 
 # --- 6. upgrade and uninstall -----------------------------------------------------------------------
 op_args=$(kubectl get deploy "$op" -n "$ns" -o jsonpath='{.spec.template.spec.containers[0].args}')
+f=$failures
 for flag in --cordoned-ranks=keep --defrag=true --defrag-max-concurrent-moves=2 --defrag-grace-seconds=30; do
   [[ $op_args == *"\"$flag\""* ]] || fail "install: operator args lack $flag: $op_args"
 done
 [[ $op_args != *--recovery-wait-seconds* ]] || fail "install: --recovery-wait-seconds set although recovery.waitSeconds is null"
 out=$(helm upgrade "$rel" "$chart" -n "$ns" --set operator.replicas=3 --set placement.sparesPerDomain=1 \
   --set scheduler.image.tag=v1.34.5 --set operator.recovery.waitSeconds=45 --set operator.defrag.enabled=false \
-  2>&1) || fail "helm upgrade: $out"
+  2>&1) || { fail "helm upgrade: $out"; exit 1; }
 [[ $(helm status "$rel" -n "$ns" -o json | grep -o '"version":[0-9]*' | head -n 1) == '"version":2' ]] || fail "release revision is not 2"
 [[ $(kubectl get deploy "$op" -n "$ns" -o jsonpath='{.spec.replicas}') == 3 ]] || fail "upgrade: operator replicas != 3"
 kubectl get deploy "$op" -n "$ns" -o jsonpath='{.spec.template.spec.containers[0].args}' | grep -q -- --spares-per-domain=1 || fail "upgrade: operator flag not changed"
@@ -320,10 +332,11 @@ op_args=$(kubectl get deploy "$op" -n "$ns" -o jsonpath='{.spec.template.spec.co
 [[ $op_args == *'"--recovery-wait-seconds=45"'* && $op_args == *'"--defrag=false"'* ]] ||
   fail "upgrade: recovery / defrag values not passed: $op_args"
 [[ $(count cm -n "$ns") == 1 ]] || fail "upgrade: the dashboard ConfigMap (now disabled) was not removed"
-ok "helm upgrade: revision 2, replicas and flags changed, disabled objects removed"
+((failures > f)) || ok "helm upgrade: revision 2, replicas and flags changed, disabled objects removed"
 check_rendered_flags upgrade
 
-out=$(helm uninstall "$rel" -n "$ns" --wait --timeout 60s 2>&1) || fail "helm uninstall: $out"
+out=$(helm uninstall "$rel" -n "$ns" --wait --timeout 60s 2>&1) || { fail "helm uninstall: $out"; exit 1; }
+f=$failures
 left=""
 for kind in deploy svc sa cm role rolebinding secret; do
   left+=$(kubectl get "$kind" -A -l "$sel" -o name 2>/dev/null)
@@ -335,5 +348,6 @@ rest=$(kubectl get all,cm,secret,sa,role,rolebinding,lease -n "$ns" -o name 2>/d
   grep -vx -e 'serviceaccount/default' -e 'configmap/kube-root-ca.crt' || true)
 [[ -z $rest ]] || fail "namespace $ns not empty after uninstall: $rest"
 kubectl get crd nvl72jobs.nvl72.dev >/dev/null 2>&1 || fail "helm uninstall removed the CRD (it must keep it, and the users' NVL72Jobs)"
-ok "helm uninstall: nothing of the release left (CRD kept by design)"
-ok "all helm checks passed in $(($(date +%s) - t0)) s"
+((failures > f)) || ok "helm uninstall: nothing of the release left (CRD kept by design)"
+# No NVL72Job is created here (the chart's operator never runs): the stuck check of $ns finds none.
+e2e_end

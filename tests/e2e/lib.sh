@@ -4,7 +4,7 @@
 # else a fresh one), free ports, bounded waits, process start/stop, raw API calls as admin, node
 # failure helpers for kwok nodes, and starters for nvl72-extender, a kube-scheduler serving the
 # nvl72-scheduler profile, and nvl72-operator. Every wait has a deadline.
-# Written for tests/e2e/prometheus_e2e_test.sh; the older scripts still carry their own copies.
+# Every e2e script sources it and redefines none of its helpers; each ends with e2e_end.
 
 e2e_t0=$(date +%s)
 failures=0
@@ -41,19 +41,61 @@ e2e_cluster_down() {  # REPO: stops the cluster if e2e_cluster started it
 }
 
 kc() { "$NVL72_KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-wait_until() {  # TIMEOUT_S CMD...: runs CMD every 0.2 s until it succeeds; fails after the timeout
-  local deadline=$(($(date +%s) + $1)); shift
-  until "$@"; do (($(date +%s) < deadline)) || return 1; sleep 0.2; done
+# free_port: a TCP port of 127.0.0.1 that nothing listens on, below the ephemeral range (so an
+# outgoing connection cannot take it between this check and the server's bind).
+free_port() {
+  local lo=20000 hi first p tries=0 listening=" " addr st _
+  read -r first _ </proc/sys/net/ipv4/ip_local_port_range
+  hi=$((first - 1))
+  while read -r _ addr _ st _; do # /proc/net/tcp: sl local_address rem_address st; 0A = LISTEN
+    [[ $st == 0A ]] && listening+="$((16#${addr##*:})) "
+  done < <(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null)
+  while ((tries++ < 1000)); do
+    p=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1)))
+    [[ $listening == *" $p "* ]] && continue
+    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && continue
+    echo "$p"
+    return 0
+  done
+  echo "free_port: no free port in $lo-$hi" >&2
+  return 1
 }
-stop_pid() {  # PID: TERM, wait up to 10 s, then KILL
-  local pid=$1
-  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid" 2>/dev/null || true
+wait_until() {  # TIMEOUT_S CMD...: runs CMD every 0.2 s until it succeeds; 1 after the deadline
+  local deadline=$((SECONDS + $1))
+  shift
+  until "$@"; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.2
+  done
+}
+wait_url() { wait_until "$1" curl -sf --max-time 2 -o /dev/null "$2"; }  # TIMEOUT_S URL: until 2xx
+stop_pid() {  # PID [GRACE_S]: TERM, KILL after GRACE_S (default 10), reap; never fails
+  local pid=$1 grace=${2:-10} i
+  [[ -n $pid ]] || return 0
+  if kill -TERM "$pid" 2>/dev/null; then
+    for ((i = 0; i < grace * 4; i++)); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.25
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
   # `wait` returns the status of a TERMed child (143): never let `set -e` turn that into an exit.
-  for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }; sleep 0.25; done
-  kill -KILL "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
+}
+# start_bg LOGFILE CMD...: starts CMD in the background (stdout+stderr appended to LOGFILE), sets
+# BG_PID and remembers it for stop_all (for an EXIT trap).
+BG_PIDS=()
+start_bg() {
+  local logfile=$1
+  shift
+  "$@" >>"$logfile" 2>&1 &
+  BG_PID=$!
+  BG_PIDS+=("$BG_PID")
+}
+stop_all() {
+  local pid
+  for pid in "${BG_PIDS[@]}"; do stop_pid "$pid" 5; done
+  BG_PIDS=()
 }
 
 # Raw API calls as admin (curl starts much faster than kubectl on a loaded machine).
@@ -62,6 +104,13 @@ api() {  # METHOD PATH [CONTENT-TYPE BODY]
   [[ $# -ge 4 ]] && args+=(-H "Content-Type: $3" --data-binary "$4")
   curl "${args[@]}" "$NVL72_APISERVER_URL$2"
 }
+
+# Small shared helpers: clocks, names, the job objects of the namespace $ns.
+now_ns() { date +%s%N; }
+ms_since() { echo $((($(now_ns) - $1) / 1000000)); }  # T_NS: ms since the now_ns value T_NS
+rack_of() { echo "${1%%-*}"; }                          # NODE (rack2-node07) -> rack2
+job_path() { echo "/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/$1"; }  # NAME -> API path
+job_json() { api GET "$(job_path "$1")"; }                                # NAME -> the job, JSON
 
 # Node faults the way they happen: a node's kubelet stops heartbeating (`scripts/local-cluster kubelet
 # stop`: its Lease is no longer renewed, kwok no longer runs it), and kube-controller-manager's node
@@ -141,81 +190,16 @@ start_operator() {
   wait_until 60 curl -fs "http://127.0.0.1:$op_health_port/readyz" -o /dev/null
 }
 
-# ---- generic process helpers (issue 9: tests/e2e/faults_e2e_test.sh, scripts/soak) ----------------
-#   e2e_free_port                  a TCP port of 127.0.0.1 that nothing listens on, below the
-#                                  ephemeral range (so an outgoing connection cannot take it)
-#   e2e_wait_until SECONDS CMD...  runs CMD every 0.2 s until it succeeds; 1 after the deadline
-#   e2e_wait_url SECONDS URL       e2e_wait_until for an HTTP 2xx from URL
-#   e2e_start LOGFILE CMD...       starts CMD in the background (stdout+stderr appended to LOGFILE),
-#                                  sets E2E_PID and remembers it for e2e_stop_all
-#   e2e_stop PID [GRACE_S]         SIGTERM, SIGKILL after GRACE_S (default 10), reaps it
-#   e2e_stop_all                   e2e_stop for every process e2e_start started (for an EXIT trap)
-
-
-e2e_free_port() {
-  local lo=20000 hi first p tries=0 listening=" " addr st _
-  read -r first _ </proc/sys/net/ipv4/ip_local_port_range
-  hi=$((first - 1))
-  while read -r _ addr _ st _; do # /proc/net/tcp: sl local_address rem_address st; 0A = LISTEN
-    [[ $st == 0A ]] && listening+="$((16#${addr##*:})) "
-  done < <(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null)
-  while ((tries++ < 1000)); do
-    p=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1)))
-    [[ $listening == *" $p "* ]] && continue
-    (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null && continue
-    echo "$p"
-    return 0
-  done
-  echo "e2e_free_port: no free port in $lo-$hi" >&2
-  return 1
-}
-
-e2e_wait_until() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    ((SECONDS < deadline)) || return 1
-    sleep 0.2
-  done
-}
-
-e2e_wait_url() { e2e_wait_until "$1" curl -sf --max-time 2 -o /dev/null "$2"; }
-
-E2E_PIDS=()
-e2e_start() {
-  local logfile=$1
-  shift
-  "$@" >>"$logfile" 2>&1 &
-  E2E_PID=$!
-  E2E_PIDS+=("$E2E_PID")
-}
-
-e2e_stop() {
-  local pid=$1 grace=${2:-10} i
-  [[ -n $pid ]] || return 0
-  if kill -TERM "$pid" 2>/dev/null; then
-    for ((i = 0; i < grace * 4; i++)); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.25
-    done
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  wait "$pid" 2>/dev/null || true
-}
-
-e2e_stop_all() {
-  local pid
-  for pid in "${E2E_PIDS[@]}"; do e2e_stop "$pid" 5; done
-  E2E_PIDS=()
-}
-
 # ---- the end of every e2e test (issue 27: every path ends in a true state with a reason) ---------
 # e2e_stuck_jobs NS BOUND_S: "<name> <reason or -> <age_s>" for each job of NS that holds a
 # reservation, has not ended, and whose ranks have not all run for BOUND_S or longer (Running
 # condition not True since then; a job with no Running condition counts from its Admitted one).
 e2e_stuck_jobs() {
-  api GET "/apis/nvl72.dev/v1alpha1/namespaces/$1/nvl72jobs" |
-    jq -r --argjson now "$(date +%s)" --argjson bound "$2" '
+  local list
+  list=$(api GET "/apis/nvl72.dev/v1alpha1/namespaces/$1/nvl72jobs")
+  # A check that could not look must not pass: no answer, or not a list, is an error.
+  jq -e '.items | type == "array"' >/dev/null 2>&1 <<<"$list" || { echo "ERROR cannot-list-jobs 0"; return 0; }
+  jq -r --argjson now "$(date +%s)" --argjson bound "$2" '
       .items[]? | select(.metadata.deletionTimestamp == null)
       | select(((.status.placement.ranks // []) | length) > 0)
       | select((.status.state // "") as $s | ($s != "Succeeded" and $s != "Failed"))
@@ -226,7 +210,7 @@ e2e_stuck_jobs() {
       | select($t != null)
       | ($now - ($t | sub("\\.[0-9]+"; "") | fromdateiso8601)) as $age
       | select($age >= $bound)
-      | "\(.metadata.name) \(if $r == null or ($r.reason // "") == "" then "-" else $r.reason end) \($age)"'
+      | "\(.metadata.name) \(if $r == null or ($r.reason // "") == "" then "-" else $r.reason end) \($age)"' <<<"$list"
 }
 
 # e2e_check_no_silent_stuck [NS]: no job of NS (default $ns) is stuck without a reason: each job whose
@@ -237,6 +221,10 @@ e2e_check_no_silent_stuck() {
   [[ -n $ns ]] || return 0
   while read -r name reason age; do
     [[ -n $name ]] || continue
+    if [[ $name == ERROR ]]; then
+      fail "stuck-check: the jobs of $ns could not be listed (API server down or namespace wrong)"
+      continue
+    fi
     n=$((n + 1))
     if [[ $reason == - ]]; then
       fail "stuck-check: $ns/$name has not had every rank running for ${age}s and its status says no reason"
@@ -250,9 +238,10 @@ e2e_check_no_silent_stuck() {
   ok "stuck-check: $n job(s) of $ns past the ${bound}s stuck bound, each with a reason"
 }
 
-# e2e_end: the last line of an e2e test: the stuck check, then PASS or exit 1 with the failures.
+# e2e_end [NS]: the last line of an e2e test: the stuck check on NS (default $ns, the jobs'
+# namespace), then PASS or exit 1 with the failures.
 e2e_end() {
-  e2e_check_no_silent_stuck
+  e2e_check_no_silent_stuck "$@"
   if ((failures > 0)); then log "$failures failures"; exit 1; fi
   log "PASS in $(($(date +%s) - e2e_t0)) s"
 }

@@ -5,8 +5,10 @@
 # Lease, deletion frees capacity, SIGKILL in the middle of a burst.
 #
 #   tests/e2e/operator_e2e_test.sh OPERATOR_BINARY [EXTENDER_BINARY]
-# Env: OP_E2E_STATE=DIR reuses a running cluster (started with --racks 4) instead of starting one;
-# NVL72_CLI_BIN=PATH names kubectl-nvl72 (default: cli/kubectl-nvl72 of the operator's build).
+# Cluster: the one of $NVL72_CLUSTER_STATE (scripts/test) when it is up, else a fresh 4-rack one;
+# OP_E2E_STATE=DIR names the running 4-rack cluster to reuse (it wins over $NVL72_CLUSTER_STATE).
+# It needs all 4 racks free: 16 jobs of 4 ranks fill them in the burst phase.
+# Env: NVL72_CLI_BIN=PATH names kubectl-nvl72 (default: cli/kubectl-nvl72 of the operator's build).
 # The checks are on status.placement and the planned node of every pod (annotation nvl72.dev/node
 # and its required node affinity). With EXTENDER_BINARY (or $NVL72_EXTENDER_BIN), a last phase runs
 # nvl72-extender + a kube-scheduler with the nvl72-scheduler profile and checks that every rank pod
@@ -21,62 +23,51 @@ ext_bin=${2:-${NVL72_EXTENDER_BIN:-}}
 cli=${NVL72_CLI_BIN:-$(dirname "$bin")/../cli/kubectl-nvl72}
 [[ -x $cli ]] || { echo "kubectl-nvl72 not found at $cli (set NVL72_CLI_BIN)" >&2; exit 2; }
 cli_dir=$(cd "$(dirname "$cli")" && pwd)
+e2e_name=operator-e2e
+# shellcheck source=lib.sh
+source "$here/lib.sh"
 
-t0=$(date +%s)
-log() { printf '[operator-e2e %s +%ss] %s\n' "$(date +%H:%M:%S)" "$(($(date +%s) - t0))" "$*" >&2; }
-fail() { log "FAIL: $*"; failures=$((failures + 1)); }
-failures=0
-ok() { log "ok: $*"; }
-
-own_cluster=0
-if [[ -n ${OP_E2E_STATE:-} ]]; then
-  state=$OP_E2E_STATE
-else
-  state=$(mktemp -d /tmp/nvl72-op-e2e.XXXXXX)
-  rmdir "$state"
-  own_cluster=1
-  log "starting a local control plane with 4 racks in $state"
-  "$repo/scripts/local-cluster" up --racks 4 --state "$state" >/dev/null
-fi
-# shellcheck disable=SC1091
-source "$state/env"
-kc() { "$NVL72_KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
-ns=op-e2e-$$
+# OP_E2E_STATE (the older name) picks the cluster e2e_cluster reuses.
+[[ -z ${OP_E2E_STATE:-} ]] || NVL72_CLUSTER_STATE=$OP_E2E_STATE
+ns=op-e2e-$(date +%s)-$$  # unique: a namespace of an earlier run may still be terminating
 workdir=$(mktemp -d /tmp/nvl72-op-e2e-work.XXXXXX)
 op_pid= ext_pid= sched_pid= standby_pid=
 
 cleanup() {
   local rc=$?
   set +e  # best effort: a process that already exited must not change the result
-  [[ -n $op_pid ]] && kill "$op_pid" 2>/dev/null && wait "$op_pid" 2>/dev/null
-  for p in $standby_pid $sched_pid $ext_pid; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  stop_pid "$op_pid"
+  stop_pid "$standby_pid"
+  stop_pid "$sched_pid"
+  stop_pid "$ext_pid"
   if ((failures > 0)); then
     log "operator log (last 40 lines):"; tail -n 40 "$workdir"/operator*.log >&2 || true
   fi
-  ((own_cluster)) && "$repo/scripts/local-cluster" down --state "$state" >/dev/null 2>&1
+  if ((${own_cluster:-0})); then
+    e2e_cluster_down "$repo"
+  elif [[ -n ${state:-} ]]; then
+    # A shared cluster gets its capacity back at once: no operator runs any more, so drop its
+    # finalizer from the jobs left; the namespace (and the Lease in it) goes.
+    kc -n "$ns" get nvj -o name 2>/dev/null | while read -r j; do
+      kc -n "$ns" patch "$j" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
+    done
+    kc -n "$ns" delete nvj --all --wait=false >/dev/null 2>&1
+    kc -n "$ns" delete pods --all --force --grace-period=0 >/dev/null 2>&1
+    kc delete namespace "$ns" --wait=false >/dev/null 2>&1
+  fi
   rm -rf "$workdir"
   exit "$rc"
 }
 trap cleanup EXIT
+e2e_cluster "$repo"
 
-free_port() {
-  local p
-  while :; do
-    p=$((20000 + RANDOM % 20000))
-    ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && { echo "$p"; return; }
-  done
-}
-
-start_operator() {  # $1 = log suffix
-  health_port=$(free_port)
-  "$bin" --kubeconfig "$KUBECONFIG" --namespace "$ns" --metrics-addr "127.0.0.1:$(free_port)" \
-    --health-addr "127.0.0.1:$health_port" --leader-elect --lease-namespace "$ns" \
-    --lease-name nvl72-operator-e2e --admission-resync-seconds 5 >"$workdir/operator-$1.log" 2>&1 &
-  op_pid=$!
-  for _ in $(seq 1 100); do
-    curl -fsS "http://127.0.0.1:$health_port/readyz" 2>/dev/null | grep -q leader && return 0
-    sleep 0.2
-  done
+# start_leader SUFFIX: nvl72-operator (lib's start_operator) on the e2e Lease, logging to
+# operator-SUFFIX.log; up to 20 s more until its /readyz says it leads. Sets op_pid, op_health_port.
+op_leads() { curl -fsS "http://127.0.0.1:$op_health_port/readyz" 2>/dev/null | grep -q leader; }
+start_leader() {
+  start_operator "$bin" "$ns" "$workdir/operator-$1.log" --leader-elect --lease-namespace "$ns" \
+    --lease-name nvl72-operator-e2e --admission-resync-seconds 5 &&
+    wait_until 20 op_leads && return 0
   fail "operator did not become ready leader"; return 1
 }
 
@@ -92,7 +83,6 @@ wait_state() {  # job state [timeout s]
 }
 # "rank node" lines of a job's placement
 ranks_of() { kc -n "$ns" get nvj "$1" -o jsonpath='{range .status.placement.ranks[*]}{.rank} {.node}{"\n"}{end}'; }
-rack_of() { echo "${1%%-*}"; }
 # checks that every segment of `seg` ranks of job $1 sits in one rack
 check_segments() {
   local job=$1 seg=$2 racks
@@ -118,9 +108,7 @@ check_pods_match() {  # job replicas
 
 # ------------------------------------------------------------------------------------------------
 log "namespace and CRD"
-kc create namespace "$ns" >/dev/null
-kc apply -f "$repo/crds/nvl72jobs.nvl72.dev.yaml" >/dev/null
-kc wait --for condition=established --timeout=60s crd/nvl72jobs.nvl72.dev >/dev/null
+e2e_namespace "$repo" "$ns" || { fail "namespace $ns not ready"; exit 1; }
 
 log "invalid manifests are rejected with a message naming the field"
 n_invalid=0
@@ -147,7 +135,7 @@ kc -n "$ns" delete nvj too-big-17 --wait=true >/dev/null
 
 # ------------------------------------------------------------------------------------------------
 log "operator + examples"
-start_operator first
+start_leader first || exit 1
 for f in job-16-required jobs-two-8 job-32-segmented; do kc -n "$ns" apply -f "$repo/examples/$f.yaml" >/dev/null; done
 for j in moe-16 tp-8-a tp-8-b ep-32; do wait_state "$j" Admitted 60; done
 kc -n "$ns" apply -f "$repo/examples/job-too-big.yaml" >/dev/null
@@ -216,7 +204,7 @@ done
 leader_metric=$(curl -fsS "http://127.0.0.1:$standby_metrics/metrics" 2>/dev/null |
                 awk '$1 == "nvl72_operator_leader" { print $2 }') || true
 [[ $leader_metric == 0 ]] || fail "standby nvl72_operator_leader = \"$leader_metric\", wanted 0"
-[[ $(curl -fsS "http://127.0.0.1:$health_port/readyz" 2>/dev/null) == "ok leader" ]] ||
+[[ $(curl -fsS "http://127.0.0.1:$op_health_port/readyz" 2>/dev/null) == "ok leader" ]] ||
   fail "the first operator no longer says \"ok leader\""
 kill -TERM "$standby_pid"; wait "$standby_pid" || fail "standby operator exit code $?"; standby_pid=
 [[ $(kc -n "$ns" get lease nvl72-operator-e2e -o jsonpath='{.spec.holderIdentity}') != standby-e2e ]] ||
@@ -282,7 +270,7 @@ log "killed the operator with $placed_at_kill of 20 jobs placed and $pods_at_kil
 for j in $(kc -n "$ns" get nvj -o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}'); do
   ranks_of "$j" | sed "s/^/$j /"
 done >"$workdir/before-restart"
-start_operator second
+start_leader second || exit 1
 # 4 racks x 16 usable nodes = 64 nodes: 16 jobs of 4 fit, 4 wait.
 deadline=$(($(date +%s) + 90))
 while (($(date +%s) < deadline)); do
@@ -315,17 +303,8 @@ done
 
 if [[ -n $ext_bin && -x $ext_bin ]]; then
   log "nvl72-extender + kube-scheduler (profile nvl72-scheduler) bind the rank pods"
-  ext_port=$(free_port)
-  "$ext_bin" --kubeconfig "$KUBECONFIG" --listen "127.0.0.1:$ext_port" --spares-per-domain 2 \
-    >"$workdir/extender.log" 2>&1 &
-  ext_pid=$!
-  sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#EXTENDER_URL#http://127.0.0.1:$ext_port#" \
-    -e "s#LEADER_ELECT#false#" "$repo/scheduler-plugin/scheduler-config.yaml" >"$workdir/sched.yaml"
-  for _ in $(seq 1 100); do curl -fsS "http://127.0.0.1:$ext_port/readyz" >/dev/null 2>&1 && break; sleep 0.3; done
-  "$NVL72_KUBE_SCHEDULER" --config="$workdir/sched.yaml" --secure-port="$(free_port)" \
-    --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
-    --authorization-kubeconfig="$KUBECONFIG" >"$workdir/scheduler.log" 2>&1 &
-  sched_pid=$!
+  start_extender "$ext_bin" "$workdir/extender.log" || { fail "nvl72-extender not ready"; exit 1; }
+  start_nvl72_scheduler "$repo" "$workdir" "$workdir/scheduler.log"
   deadline=$(($(date +%s) + 120))
   while (($(date +%s) < deadline)); do
     running=$(kc -n "$ns" get nvj -o jsonpath='{range .items[*]}{.status.state}{"\n"}{end}' | grep -c '^Running$' || true)
@@ -349,5 +328,4 @@ kill -TERM "$op_pid"; wait "$op_pid" || fail "operator exit code $?"; op_pid=
 holder=$(kc -n "$ns" get lease nvl72-operator-e2e -o jsonpath='{.spec.holderIdentity}')
 [[ -z $holder ]] && ok "lease released" || fail "lease still held by $holder"
 
-if ((failures > 0)); then log "$failures failures"; exit 1; fi
-log "PASS"
+e2e_end

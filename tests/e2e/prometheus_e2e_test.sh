@@ -73,9 +73,7 @@ promtool check rules "$chart/files/alerts.yaml" >"$workdir/promtool.log" 2>&1 &&
   ok "promtool check rules: $(grep -o '[0-9]* rules found' "$workdir/promtool.log")" ||
   fail "promtool check rules: $(cat "$workdir/promtool.log")"
 
-kc create namespace "$ns" >/dev/null
-kc apply -f "$repo/crds/nvl72jobs.nvl72.dev.yaml" >/dev/null
-kc wait --for condition=established --timeout=60s crd/nvl72jobs.nvl72.dev >/dev/null
+e2e_namespace "$repo" "$ns" || { fail "namespace $ns not ready"; exit 1; }
 start_extender "$ext_bin" "$workdir/extender.log" --log-format json || { fail "extender not ready"; exit 1; }
 start_nvl72_scheduler "$repo" "$workdir" "$workdir/nvl72-scheduler.log"
 # The operator serves /metrics over mTLS (issue 9): a CA, a server certificate for 127.0.0.1 and a
@@ -154,8 +152,7 @@ spec:
   template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: 100m}}}]}}
 YAML
 kc -n "$ns" apply -f "$workdir/moe.yaml" >/dev/null
-job_json() { api GET "/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/moe"; }
-node_of_rank() { job_json | jq -r --argjson r "$1" '.status.placement.ranks[]? | select(.rank == $r) | .node'; }
+node_of_rank() { job_json moe | jq -r --argjson r "$1" '.status.placement.ranks[]? | select(.rank == $r) | .node'; }
 all_running_on_plan() {
   api GET "/api/v1/namespaces/$ns/pods?labelSelector=nvl72.dev%2Fjob%3Dmoe" | jq -e '
     [.items[] | select(.metadata.deletionTimestamp == null)] as $p
@@ -163,7 +160,7 @@ all_running_on_plan() {
                                         and .status.phase == "Running")] | length) == 16' >/dev/null
 }
 wait_until 120 all_running_on_plan && ok "16 ranks bound to their planned nodes and Running" ||
-  { fail "the job did not start: $(job_json | jq -c '.status.conditions')"; exit 1; }
+  { fail "the job did not start: $(job_json moe | jq -c '.status.conditions')"; exit 1; }
 
 # The oracle, computed from the objects alone: per domain (label nvidia.com/gpu.clique), over the
 # schedulable nodes (Ready, not cordoned, no NoSchedule/NoExecute taint other than nvidia.com/gpu):
@@ -211,7 +208,7 @@ if wait_until 30 domains_match free nvl72_operator_domain_free_gpus; then
 else
   fail "free GPUs per domain: $(jq -c . "$workdir/compare.json")"
 fi
-job_domain=$(job_json | jq -r '.status.placement.domains[0]')
+job_domain=$(job_json moe | jq -r '.status.placement.domains[0]')
 result "prometheus_free_gpus_job_domain=$(value "nvl72_operator_domain_free_gpus{domain=\"$job_domain\"}") (16 ranks x 4 GPUs on a rack of 72)"
 total=$(expected_domains | jq '[.[] | .gpus] | add')
 [[ $(value 'sum(nvl72_operator_domain_gpus)') == "$total" ]] && ok "sum of nvl72_operator_domain_gpus = $total" ||
@@ -239,13 +236,13 @@ if wait_until 90 replaced; then
   ok "rank 3: $failed_node -> $new after $((($(date +%s%N) - tf) / 1000000)) ms"
   [[ ${new%%-*} == "$rack" ]] || fail "replacement $new is not in $rack"
 else
-  fail "rank 3 not replaced: $(job_json | jq -c '.status.conditions')"
+  fail "rank 3 not replaced: $(job_json moe | jq -c '.status.conditions')"
 fi
 recovered() { [[ $(value 'nvl72_operator_recoveries_total{outcome="in_place"}') == 1 ]]; }
 if wait_until 30 recovered; then
   ok "nvl72_operator_recoveries_total{outcome=\"in_place\"} = 1"
 else
-  fail "in_place recoveries '$(value 'nvl72_operator_recoveries_total{outcome="in_place"}')'; Recovering: $(job_json | jq -c '.status.conditions[]? | select(.type == "Recovering")')"
+  fail "in_place recoveries '$(value 'nvl72_operator_recoveries_total{outcome="in_place"}')'; Recovering: $(job_json moe | jq -c '.status.conditions[]? | select(.type == "Recovering")')"
 fi
 sleep 3  # a second recovery, if the operator counted one, would show within a few scrapes
 [[ $(value 'sum(nvl72_operator_recoveries_total{outcome="in_place"})') == 1 ]] && ok "still exactly one in-place recovery" ||

@@ -49,8 +49,6 @@ cleanup() {
   rm -rf "$workdir"
 }
 trap cleanup EXIT
-now_ns() { date +%s%N; }
-ms_since() { echo $((($(now_ns) - $1) / 1000000)); }
 racks() { "$cli_bin" --kubeconfig "$KUBECONFIG" racks; }
 
 log "namespace, CRD, extender, nvl72 kube-scheduler, operator (Kubernetes $NVL72_K8S_VERSION)"
@@ -61,7 +59,6 @@ start_operator "$op_bin" "$ns" "$workdir/operator.log" --admission-resync-second
   { fail "operator not ready"; exit 1; }
 
 job() { nvl72_job "$1" "$2" '{policy: InPlace, notReadyGraceSeconds: 5, waitForDomainSeconds: 5, maxRecoveries: 5}'; }
-job_json() { api GET "/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/$1"; }
 job_racks() { job_json "$1" | jq -r '.status.placement.ranks[]?.node' | cut -d- -f1 | sort -u | tr '\n' ' ' | sed 's/ $//'; }
 # Ranks of JOB Running on their planned nodes, live: prints the count.
 running_on_plan() {

@@ -52,8 +52,6 @@ cleanup() {
   rm -rf "$workdir"
 }
 trap cleanup EXIT
-now_ns() { date +%s%N; }
-ms_since() { echo $((($(now_ns) - $1) / 1000000)); }
 
 # ------------------------------------------------------------------------------------------------
 log "namespace, CRD, extender, nvl72 kube-scheduler, operator"
@@ -69,10 +67,9 @@ ok "extender, nvl72 kube-scheduler and operator running"
 # ------------------------------------------------------------------------------------------------
 # helpers. The timed paths talk to the API server with curl (kubectl takes seconds to start on a
 # loaded machine, which would swamp the numbers).
-job_json() { api GET "/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/moe"; }
-node_of_rank() { job_json | jq -r --argjson r "$1" '.status.placement.ranks[]? | select(.rank == $r) | .node'; }
-recoveries() { job_json | jq -r '.status.recoveries // empty'; }
-cond() { job_json | jq -r --arg t "$1" '.status.conditions[]? | select(.type == $t) | .status'; }
+node_of_rank() { job_json moe | jq -r --argjson r "$1" '.status.placement.ranks[]? | select(.rank == $r) | .node'; }
+recoveries() { job_json moe | jq -r '.status.recoveries // empty'; }
+cond() { job_json moe | jq -r --arg t "$1" '.status.conditions[]? | select(.type == $t) | .status'; }
 # "name nodeName planned phase deleting" per pod
 pods_table() {
   kc -n "$ns" get pods -l nvl72.dev/job=moe -o go-template --template='{{range .items}}{{.metadata.name}} {{or .spec.nodeName "-"}} {{index .metadata.annotations "nvl72.dev/node"}} {{.status.phase}} {{if .metadata.deletionTimestamp}}deleting{{else}}live{{end}}{{"\n"}}{{end}}'
@@ -90,7 +87,6 @@ one_pod_per_rank() {
   local t; t=$(pods_table)
   [[ $(wc -l <<<"$t") == 16 && $(awk '{print $1}' <<<"$t" | sort -u | wc -l) == 16 ]]
 }
-rack_of() { echo "${1%%-*}"; }
 # ------------------------------------------------------------------------------------------------
 
 job_yaml() {  # NAME REPLICAS PREEMPTIBLE
@@ -107,9 +103,8 @@ spec:
   template: {spec: {containers: [{name: c, image: busybox, resources: {requests: {cpu: 100m}}}]}}
 YAML
 }
-jobj() { api GET "/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/$1"; }
-racks_of() { jobj "$1" | jq -r '.status.placement.ranks[]?.node' | cut -d- -f1 | sort -u | tr '\n' ' ' | sed 's/ $//'; }
-nodes_of() { jobj "$1" | jq -r '.status.placement.ranks[]?.node' | sort | tr '\n' ' '; }
+racks_of() { job_json "$1" | jq -r '.status.placement.ranks[]?.node' | cut -d- -f1 | sort -u | tr '\n' ' ' | sed 's/ $//'; }
+nodes_of() { job_json "$1" | jq -r '.status.placement.ranks[]?.node' | sort | tr '\n' ' '; }
 running_on_plan() {  # JOB REPLICAS: every rank pod bound to its planned node, Running, not deleting
   local t
   t=$(kc -n "$ns" get pods -l "nvl72.dev/job=$1" -o go-template --template='{{range .items}}{{.metadata.name}} {{or .spec.nodeName "-"}} {{index .metadata.annotations "nvl72.dev/node"}} {{.status.phase}} {{if .metadata.deletionTimestamp}}deleting{{else}}live{{end}}{{"\n"}}{{end}}')
@@ -122,21 +117,21 @@ start_job() {  # NAME REPLICAS PREEMPTIBLE
   job_yaml "$@" | kc -n "$ns" apply -f - >/dev/null
   wait_until 90 running_on_plan "$1" "$2" || { fail "$1 did not start"; exit 1; }
 }
-moved_cond() { jobj "$1" | jq -r '[.status.conditions[]? | select(.type == "Moved") | .status, .reason] | join("/")'; }
+moved_cond() { job_json "$1" | jq -r '[.status.conditions[]? | select(.type == "Moved") | .status, .reason] | join("/")'; }
 
 # ------------------------------------------------------------------------------------------------
 log "1. a rank pod failed by its node (NodeLost) moves to a spare of the same rack"
 start_job moe 16 false
 ok "moe: 16 ranks Running in $(racks_of moe)"
 mrack=$(racks_of moe)
-old=$(jobj moe | jq -r '.status.placement.ranks[] | select(.rank == 3) | .node')
+old=$(job_json moe | jq -r '.status.placement.ranks[] | select(.rank == 3) | .node')
 tf=$(now_ns)
 api PATCH "/api/v1/namespaces/$ns/pods/moe-3/status" application/merge-patch+json \
   '{"status":{"phase":"Failed","reason":"NodeLost","message":"e2e: node lost the pod"}}' >/dev/null
 new=
 deadline=$(($(date +%s) + 60))
 while (($(date +%s) < deadline)); do
-  n=$(jobj moe | jq -r '.status.placement.ranks[] | select(.rank == 3) | .node')
+  n=$(job_json moe | jq -r '.status.placement.ranks[] | select(.rank == 3) | .node')
   if [[ -n $n && $n != "$old" ]] && pod_running_on moe-3 "$n"; then new=$n; break; fi
   sleep 0.05
 done
@@ -145,11 +140,11 @@ if [[ -n $new ]]; then
   ok "rank 3: $old -> $new after ${pf_ms} ms (node $old itself stayed Ready)"
   [[ $(rack_of "$new") == "$mrack" ]] && ok "replacement in the same rack" || fail "replacement $new not in $mrack"
 else
-  fail "rank 3 not replaced within 60 s (placement $(jobj moe | jq -c '.status.placement.ranks[3]'))"
+  fail "rank 3 not replaced within 60 s (placement $(job_json moe | jq -c '.status.placement.ranks[3]'))"
 fi
 result "recovery_pod_failed_by_node_to_running_ms=$pf_ms"
-[[ $(jobj moe | jq -r '.status.recoveries // 0') == 1 ]] && ok "status.recoveries 1" || fail "recoveries $(jobj moe | jq -r .status.recoveries)"
-[[ $(jobj moe | jq -r '.status.conditions[]? | select(.type == "Failed") | .status') != True ]] && ok "moe not Failed" || fail "moe Failed"
+[[ $(job_json moe | jq -r '.status.recoveries // 0') == 1 ]] && ok "status.recoveries 1" || fail "recoveries $(job_json moe | jq -r .status.recoveries)"
+[[ $(job_json moe | jq -r '.status.conditions[]? | select(.type == "Failed") | .status') != True ]] && ok "moe not Failed" || fail "moe Failed"
 wait_until 30 running_on_plan moe 16 && ok "16 ranks Running, one pod each" || fail "moe not running again"
 
 # ------------------------------------------------------------------------------------------------
@@ -177,17 +172,17 @@ if wait_until 100 running_on_plan big 16; then
   [[ $(racks_of big) == "$rack_a" ]] && ok "big got the freed rack $rack_a" || fail "big in $(racks_of big), freed rack was $rack_a"
 else
   big_ms=timeout
-  fail "big not running: $(jobj big | jq -c '.status.conditions')"
+  fail "big not running: $(job_json big | jq -c '.status.conditions')"
 fi
 result "defrag_waiting_gang_created_to_running_ms=$big_ms moves=2"
 for j in p1 p2; do
   if wait_until 60 running_on_plan "$j" 8; then
     ok "$j runs again in $(racks_of "$j")"
   else
-    fail "$j not running again: $(jobj "$j" | jq -c '.status.conditions')"
+    fail "$j not running again: $(job_json "$j" | jq -c '.status.conditions')"
   fi
   [[ $(racks_of "$j") != "$rack_a" ]] || fail "$j still in $rack_a"
-  [[ $(jobj "$j" | jq -r '.status.defragMoves // 0') == 1 ]] && ok "$j defragMoves 1" || fail "$j defragMoves $(jobj "$j" | jq -r .status.defragMoves)"
+  [[ $(job_json "$j" | jq -r '.status.defragMoves // 0') == 1 ]] && ok "$j defragMoves 1" || fail "$j defragMoves $(job_json "$j" | jq -r .status.defragMoves)"
   wait_until 30 bash -c "[[ \$(curl -s --cacert '$NVL72_CA_FILE' -H 'Authorization: Bearer $NVL72_TOKEN' '$NVL72_APISERVER_URL/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/$j' | jq -r '[.status.conditions[]? | select(.type == \"Moved\") | .status, .reason] | join(\"/\")') == False/MoveCompleted ]]" &&
     ok "$j Moved False/MoveCompleted" || fail "$j Moved is '$(moved_cond "$j")'"
 done

@@ -55,8 +55,6 @@ cleanup() {
   rm -rf "$workdir"
 }
 trap cleanup EXIT
-now_ns() { date +%s%N; }
-ms_since() { echo $((($(now_ns) - $1) / 1000000)); }
 
 # ------------------------------------------------------------------------------------------------
 log "namespace, CRD, extender, nvl72 kube-scheduler, operator (Kubernetes $NVL72_K8S_VERSION)"
@@ -72,10 +70,9 @@ ok "extender, nvl72 kube-scheduler and operator running"
 
 # The timed paths talk to the API server with curl (kubectl takes seconds to start on a loaded
 # machine, which would swamp the numbers).
-job_json() { api GET "/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/moe"; }
-node_of_rank() { job_json | jq -r --argjson r "$1" '.status.placement.ranks[]? | select(.rank == $r) | .node'; }
-recoveries() { job_json | jq -r '.status.recoveries // empty'; }
-cond() { job_json | jq -r --arg t "$1" '.status.conditions[]? | select(.type == $t) | .status'; }
+node_of_rank() { job_json moe | jq -r --argjson r "$1" '.status.placement.ranks[]? | select(.rank == $r) | .node'; }
+recoveries() { job_json moe | jq -r '.status.recoveries // empty'; }
+cond() { job_json moe | jq -r --arg t "$1" '.status.conditions[]? | select(.type == $t) | .status'; }
 # "name nodeName planned phase deleting uid" per pod
 pods_table() {
   kc -n "$ns" get pods -l nvl72.dev/job=moe -o go-template --template='{{range .items}}{{.metadata.name}} {{or .spec.nodeName "-"}} {{index .metadata.annotations "nvl72.dev/node"}} {{.status.phase}} {{if .metadata.deletionTimestamp}}deleting{{else}}live{{end}} {{.metadata.uid}}{{"\n"}}{{end}}'
@@ -90,7 +87,6 @@ one_pod_per_rank() {
   local t; t=$(pods_table)
   [[ $(wc -l <<<"$t") == 16 && $(awk '{print $1}' <<<"$t" | sort -u | wc -l) == 16 ]]
 }
-rack_of() { echo "${1%%-*}"; }
 
 # ------------------------------------------------------------------------------------------------
 log "1. a 16-rank job runs"
@@ -116,7 +112,7 @@ else
   fail "job did not start: $(pods_table | awk '{print $2, $4}' | sort | uniq -c | tr '\n' ';')"; exit 1
 fi
 rack=$(rack_of "$(node_of_rank 0)")
-gang_nodes=$(job_json | jq -r '.status.placement.ranks[].node')
+gang_nodes=$(job_json moe | jq -r '.status.placement.ranks[].node')
 spares=$(for i in $(seq -w 0 17); do echo "$rack-node$i"; done | grep -vxF -f <(echo "$gang_nodes") || true)
 log "job in $rack; spares: $(echo $spares)"
 tolerations=$(api GET "/api/v1/namespaces/$ns/pods/moe-0" | jq -c '[.spec.tolerations[] | select(.effect == "NoExecute")]')
@@ -218,19 +214,19 @@ stop_kubelet "$dead3"
 wait_node_ready "$dead3" Unknown 60 || fail "$dead3 not marked Unknown within 60 s"
 tr_=$(now_ns)
 start_op "$workdir/operator-restarted.log" || { fail "operator not ready after restart"; exit 1; }
-waiting() { [[ $(job_json | jq -r '.status.conditions[]? | select(.type == "Recovering") | .reason') == WaitingForNode ]]; }
+waiting() { [[ $(job_json moe | jq -r '.status.conditions[]? | select(.type == "Recovering") | .reason') == WaitingForNode ]]; }
 if wait_until 30 waiting; then
   ok "restarted operator: no healthy node left in $rack, Recovering/WaitingForNode ($(ms_since "$tr_") ms after restart)"
 else
-  fail "not waiting: $(job_json | jq -c '.status.conditions')"
+  fail "not waiting: $(job_json moe | jq -c '.status.conditions')"
 fi
-moved() { [[ $(job_json | jq -r '.status.placement.ranks[].node' | cut -d- -f1 | sort -u | tr -d '\n') != "$rack" ]]; }
+moved() { [[ $(job_json moe | jq -r '.status.placement.ranks[].node' | cut -d- -f1 | sort -u | tr -d '\n') != "$rack" ]]; }
 if wait_until 90 moved; then
-  racks_now=$(job_json | jq -r '.status.placement.ranks[].node' | cut -d- -f1 | sort -u | tr '\n' ' ')
+  racks_now=$(job_json moe | jq -r '.status.placement.ranks[].node' | cut -d- -f1 | sort -u | tr '\n' ' ')
   ok "gang moved after $(ms_since "$tr_") ms to: $racks_now"
   [[ $(wc -w <<<"$racks_now") == 1 ]] && ok "all 16 ranks in one rack" || fail "gang spans $racks_now"
 else
-  fail "gang did not move: $(job_json | jq -c '.status.conditions')"
+  fail "gang did not move: $(job_json moe | jq -c '.status.conditions')"
 fi
 wait_until 60 all_running_on_plan && one_pod_per_rank && [[ $(recoveries) == 3 ]] &&
   ok "after the move: 16 ranks Running on their planned nodes, one pod each, recoveries 3 ($(ms_since "$tr_") ms)" ||

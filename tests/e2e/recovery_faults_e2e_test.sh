@@ -76,9 +76,7 @@ ns=recovery-faults-e2e
 
 # ------------------------------------------------------------------------------------------------
 log "namespace, CRD, extender, nvl72 kube-scheduler, operator"
-kc create namespace "$ns" >/dev/null
-kc apply -f "$repo/crds/nvl72jobs.nvl72.dev.yaml" >/dev/null
-kc wait --for condition=established --timeout=60s crd/nvl72jobs.nvl72.dev >/dev/null
+e2e_namespace "$repo" "$ns" || { fail "namespace $ns not ready"; exit 1; }
 start_extender "$ext_bin" "$workdir/extender.log" || { fail "extender not ready"; exit 1; }
 start_nvl72_scheduler "$repo" "$workdir" "$workdir/nvl72-scheduler.log"
 op_flags=(--admission-resync-seconds 5 --log-level info --spare-reserve hard)
@@ -88,19 +86,15 @@ ok "extender, nvl72 kube-scheduler and operator running"
 
 # ------------------------------------------------------------------------------------------------
 # helpers (curl through lib.sh api: kubectl takes seconds to start on a loaded machine)
-now_us() { echo "${EPOCHREALTIME/./}"; }
-ms_since() { echo $((($(now_us) - $1) / 1000)); }
-rack_of() { echo "${1%%-*}"; }
 job_yaml() {  # NAME REPLICAS
   nvl72_job "$1" "$2" '{policy: InPlace, notReadyGraceSeconds: 10, waitForDomainSeconds: 8, maxRecoveries: 5}'
 }
-jobj() { api GET "/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/$1"; }
-node_of_rank() { jobj "$1" | jq -r --argjson r "$2" '.status.placement.ranks[]? | select(.rank == $r) | .node'; }
-placed_nodes() { jobj "$1" | jq -r '.status.placement.ranks[]?.node' | sort; }
+node_of_rank() { job_json "$1" | jq -r --argjson r "$2" '.status.placement.ranks[]? | select(.rank == $r) | .node'; }
+placed_nodes() { job_json "$1" | jq -r '.status.placement.ranks[]?.node' | sort; }
 racks_of() { placed_nodes "$1" | cut -d- -f1 | sort -u | tr '\n' ' ' | sed 's/ $//'; }
-recoveries() { jobj "$1" | jq -r '.status.recoveries // 0'; }
+recoveries() { job_json "$1" | jq -r '.status.recoveries // 0'; }
 cond() {  # JOB TYPE -> "status reason"
-  jobj "$1" | jq -r --arg t "$2" '.status.conditions[]? | select(.type == $t) | "\(.status) \(.reason)"'
+  job_json "$1" | jq -r --arg t "$2" '.status.conditions[]? | select(.type == $t) | "\(.status) \(.reason)"'
 }
 # "pod rank node planned phase live|deleting", one line per pod of JOB (every pod of the namespace
 # without JOB)
@@ -133,7 +127,7 @@ summary() { pods_of "$1" | awk '{print $5 "/" $6 "/" ($3 == $4 ? "on-plan" : "of
 # ------------------------------------------------------------------------------------------------
 log "0. a 16-rank Required job runs"
 job_yaml moe 16 | kc -n "$ns" apply -f - >/dev/null
-t_start=$(now_us)
+t_start=$(now_ns)
 wait_until 120 running_on_plan moe 16 || { fail "moe did not start: $(summary moe)"; exit 1; }
 rack=$(racks_of moe)
 [[ $rack != *" "* ]] || { fail "moe spans racks: $rack"; exit 1; }
@@ -144,15 +138,15 @@ ok "moe: 16 ranks bound by kube-scheduler + extender and Running in $rack after 
 # ------------------------------------------------------------------------------------------------
 log "1. two nodes of $rack fail together"
 d1=$(node_of_rank moe 3) d2=$(node_of_rank moe 9)
-tf=$(now_us)
-(fail_node "$d1"; wait_node_ready "$d1" Unknown 60; now_us >"$workdir/f1") &
+tf=$(now_ns)
+(fail_node "$d1"; wait_node_ready "$d1" Unknown 60; now_ns >"$workdir/f1") &
 p1=$!
-(fail_node "$d2"; wait_node_ready "$d2" Unknown 60; now_us >"$workdir/f2") &
+(fail_node "$d2"; wait_node_ready "$d2" Unknown 60; now_ns >"$workdir/f2") &
 wait "$p1" $!
 f1=$(cat "$workdir/f1") f2=$(cat "$workdir/f2")
-spread_ms=$(((f1 > f2 ? f1 - f2 : f2 - f1) / 1000))
+spread_ms=$(((f1 > f2 ? f1 - f2 : f2 - f1) / 1000000))
 log "stopped the kubelets of $d1 (rank 3) and $d2 (rank 9) together: kube-controller-manager marked both Unknown $(ms_since "$tf") ms later, ${spread_ms} ms apart"
-tf=$(now_us)
+tf=$(now_ns)
 both_replaced() {
   n1=$(node_of_rank moe 3) n2=$(node_of_rank moe 9)
   [[ -n $n1 && -n $n2 && $n1 != "$d1" && $n2 != "$d2" ]] && pod_running_on moe-3 "$n1" && pod_running_on moe-9 "$n2"
@@ -196,7 +190,7 @@ sleep 0.5
 op_lines=$(wc -l <"$workdir/operator.log")
 fail_node "$d3"
 wait_node_ready "$d3" Unknown 60 || fail "$d3 not marked Unknown within 60 s"
-tf=$(now_us)
+tf=$(now_ns)
 acting() { [[ $(cond moe Recovering) == True* ]]; }
 wait_until 30 acting || fail "moe not Recovering 30 s after $d3 went NotReady"
 kill -KILL "$op_pid"
@@ -206,7 +200,7 @@ op_pid=
 acted=$(tail -n +$((op_lines + 1)) "$workdir/operator.log" | grep -E "moe( waits)?:" | cut -c1-250 || true)
 log "$d3 (rank 12) NotReady; operator SIGKILLed ${kill_ms} ms later, once the job was Recovering; it had logged: ${acted:-nothing for moe}"
 result "recovery_operator_kill_after_notready_ms=$kill_ms"
-t_restart=$(now_us)
+t_restart=$(now_ns)
 start_operator "$op_bin" "$ns" "$workdir/operator-restarted.log" "${op_flags[@]}" || fail "restarted operator not ready"
 ok "operator restarted, ready after $(ms_since "$t_restart") ms"
 moved() {
@@ -231,7 +225,7 @@ if moved; then
   ((move_ms >= 16000)) || fail "gang moved before the grace and the 8 s bound (${move_ms} ms)"
 else
   move_ms=timeout rack2=
-  fail "gang did not move: $(cond moe Recovering); $(jobj moe | jq -c '[.status.conditions[]? | {type, status, reason}]')"
+  fail "gang did not move: $(cond moe Recovering); $(job_json moe | jq -c '[.status.conditions[]? | {type, status, reason}]')"
 fi
 if wait_until 60 running_on_plan moe 16; then
   ok "16 pods, one per rank, Running on their planned nodes in $rack2, $(ms_since "$tf") ms after NotReady"
@@ -254,14 +248,14 @@ result "recovery_kill_during_recovery_notready_to_gang_moved_ms=$move_ms grace_m
 
 log "   repair $d1 $d2 $d3; a new 16-rank job must fit into $rack"
 for n in "$d1" "$d2" "$d3"; do repair_node "$n"; done
-t_refill=$(now_us)
+t_refill=$(now_ns)
 job_yaml refill 16 | kc -n "$ns" apply -f - >/dev/null
 if wait_until 90 running_on_plan refill 16; then
   ok "refill: 16 ranks Running in $(racks_of refill) after $(ms_since "$t_refill") ms"
   [[ $(racks_of refill) == "$rack" ]] && ok "no orphaned reservation: $rack took a whole new gang" ||
-    fail "refill went to $(racks_of refill), not to the freed $rack: $(jobj refill | jq -c '.status.conditions')"
+    fail "refill went to $(racks_of refill), not to the freed $rack: $(job_json refill | jq -c '.status.conditions')"
 else
-  fail "refill not running: $(jobj refill | jq -c '[.status.conditions[]? | {type, status, reason, message}]'); $(summary refill)"
+  fail "refill not running: $(job_json refill | jq -c '[.status.conditions[]? | {type, status, reason, message}]'); $(summary refill)"
 fi
 running_on_plan moe 16 && ok "moe still Running on its placement" || fail "moe: $(summary moe)"
 
@@ -279,12 +273,12 @@ done >"$workdir/burst.yaml"
 fitting=$(printf '%s\n' "${!size[@]}" | grep -vx huge | sort)
 want_pods=0
 for j in $fitting; do want_pods=$((want_pods + size[$j])); done
-t_burst=$(now_us)
+t_burst=$(now_ns)
 kc -n "$ns" apply -f "$workdir/burst.yaml" >/dev/null
 applied_ms=$(ms_since "$t_burst")
 admitted_at_restart=$(grep -c "admitted $ns/b" "$workdir/operator-restarted2.log" || true)
 pods_at_restart=$(pods_of | awk '{n++} $5 == "Running" {r++} END {printf "%d pods, %d Running", n, r}')
-t_rs=$(now_us)
+t_rs=$(now_ns)
 "$repo/scripts/local-cluster" restart-apiserver --state "$state" >"$workdir/restart-apiserver.log" 2>&1 ||
   fail "restart-apiserver failed: $(tail -3 "$workdir/restart-apiserver.log")"
 restart_ms=$(ms_since "$t_rs")
@@ -299,17 +293,17 @@ if wait_until 150 all_fitting_running; then
 else
   burst_ms=timeout
   for j in $fitting; do
-    running_on_plan "$j" "${size[$j]}" || fail "$j: $(jobj "$j" | jq -r '.status.state // "-"'); $(summary "$j")"
+    running_on_plan "$j" "${size[$j]}" || fail "$j: $(job_json "$j" | jq -r '.status.state // "-"'); $(summary "$j")"
   done
 fi
 huge_waits() {
   [[ $(cond huge Admitted) == "False Waiting" ]] &&
-    jobj huge | jq -e '.status.conditions[] | select(.type == "Admitted") | .message | contains("needs 17 nodes")' >/dev/null
+    job_json huge | jq -e '.status.conditions[] | select(.type == "Admitted") | .message | contains("needs 17 nodes")' >/dev/null
 }
 if wait_until 30 huge_waits; then
-  ok "huge (17 ranks) waits: $(jobj huge | jq -r '.status.conditions[] | select(.type == "Admitted") | .message')"
+  ok "huge (17 ranks) waits: $(job_json huge | jq -r '.status.conditions[] | select(.type == "Admitted") | .message')"
 else
-  fail "huge: Admitted '$(cond huge Admitted)', $(jobj huge | jq -c '.status.conditions')"
+  fail "huge: Admitted '$(cond huge Admitted)', $(job_json huge | jq -c '.status.conditions')"
 fi
 # The wait reason follows the cluster: once everything else runs it names the real largest free
 # block (whole-node ranks, 2 spares held back per rack: 16 - used nodes), at the latest after the
@@ -317,13 +311,13 @@ fi
 largest=$(for r in 0 1 2 3; do pods_of | awk -v r="rack$r-" 'index($3, r) == 1' | wc -l; done |
   awk 'BEGIN {m = 0} {f = 16 - $1; if (f > m) m = f} END {print m}')
 huge_reason_current() {
-  jobj huge | jq -e --arg m "largest free block is $largest nodes" \
+  job_json huge | jq -e --arg m "largest free block is $largest nodes" \
     '.status.conditions[] | select(.type == "Admitted") | .message | contains($m)' >/dev/null
 }
 if wait_until 15 huge_reason_current; then
   ok "huge's wait reason is current: largest free block $largest nodes"
 else
-  fail "huge's wait reason is stale (largest free block is $largest nodes now): $(jobj huge | jq -r '.status.conditions[] | select(.type == "Admitted") | .message')"
+  fail "huge's wait reason is stale (largest free block is $largest nodes now): $(job_json huge | jq -r '.status.conditions[] | select(.type == "Admitted") | .message')"
 fi
 [[ -z $(placed_nodes huge) && -z $(pods_of huge) ]] && ok "huge has no placement and no pod" ||
   fail "huge has a placement ($(placed_nodes huge | wc -l) ranks) or pods ($(pods_of huge | wc -l))"
