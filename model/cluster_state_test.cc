@@ -110,6 +110,26 @@ TEST(ClusterStateTest, NodesThatLostGpusAreDegradedAndNeverSpares) {
   }
 }
 
+// Every node of rack-a lost a GPU: no fuller node in the domain to compare with, so only the
+// device plugin's capacity (kept) against allocatable (dropped) says they are degraded.
+TEST(ClusterStateTest, AllocatableBelowCapacityIsDegradedEvenWhenTheWholeDomainLostGpus) {
+  std::vector<Json> nodes = TwoRacks();
+  for (Json& n : nodes) {
+    if (n["metadata"]["name"].get<std::string>()[0] != 'a') continue;
+    n["status"]["capacity"]["nvidia.com/gpu"] = "4";
+    n["status"]["allocatable"]["nvidia.com/gpu"] = "3";
+  }
+  auto st = ClusterState::Build(nodes, {}, {}, {});
+  const auto& snap = st.snapshot();
+  for (const char* name : {"a0", "a1", "a2"}) {
+    EXPECT_TRUE(snap.nodes[st.FindNode(name)].degraded) << name;
+    EXPECT_FALSE(snap.nodes[st.FindNode(name)].Empty()) << name;
+  }
+  for (const char* name : {"b0", "b1", "b2"}) {
+    EXPECT_FALSE(snap.nodes[st.FindNode(name)].degraded) << name;
+  }
+}
+
 TEST(ClusterStateTest, DomainsAndNodesOrderedByName) {
   auto st = ClusterState::Build(TwoRacks(), {}, {}, {});
   const auto& snap = st.snapshot();
