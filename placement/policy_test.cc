@@ -405,6 +405,23 @@ TEST(NodeMaskTest, TooFewAllowedNodesInOneDomainWaits) {
   EXPECT_TRUE(MakePolicy("nvl72", {0})->PlaceGang(s, r).placed);
 }
 
+// Issue 27 case 11: only a Required gang waits for room "in one NVLink domain"; the reason of a
+// Preferred or Unconstrained gang that does not fit says what it needs without that.
+TEST(WaitReasonTest, OnlyARequiredGangNeedsOneNvlinkDomain) {
+  Snapshot s = ParseTopology("a: . . . .\nb: . . . .");
+  for (const char* name : {"nvl72", "domain-best-fit"}) {
+    for (TopologyMode mode :
+         {TopologyMode::kRequired, TopologyMode::kPreferred, TopologyMode::kUnconstrained}) {
+      GangDecision d = MakePolicy(name, {0})->PlaceGang(s, Gang(10, mode));
+      SCOPED_TRACE(std::string(name) + " " + std::string(TopologyModeName(mode)) + ": " + d.reason);
+      ASSERT_FALSE(d.placed);
+      EXPECT_NE(d.reason.find("needs 10 nodes with 4 free GPUs"), std::string::npos);
+      EXPECT_EQ(d.reason.find("in one NVLink domain") != std::string::npos,
+                mode == TopologyMode::kRequired);
+    }
+  }
+}
+
 TEST(NodeMaskTest, MaskReplacesTheTaintFlagButNotHealthOrCordon) {
   // A job that tolerates the taint of T gets it; X (not ready) and C (cordoned) stay out.
   Snapshot s = ParseTopology("a: T X C .");
