@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "cli/test_objects.h"
 #include "placement/topology_for_test.h"
 
@@ -138,6 +140,29 @@ TEST(RenderExplainTest, RunningJob) {
   EXPECT_NE(out.find("Admitted  True    Placed"), std::string::npos) << out;
 }
 
+// Issue 27 case 10: a Preferred gang whose one segment spans two domains is one segment with a row
+// per domain it uses, not two segments of which one is empty.
+TEST(RenderExplainTest, APreferredSegmentSpanningTwoDomainsIsOneSegmentWithARowPerDomain) {
+  Fixture f;
+  Json wide = testing::MakeJob("default", "wide", 4);
+  wide["spec"]["topology"]["mode"] = "Preferred";
+  testing::Admit(wide, {"c0ffee.0", "c0ffee.1"}, {"r0-n4", "r0-n5", "r1-n0", "r1-n1"});
+  for (int r = 0; r < 4; ++r) {
+    f.pods.push_back(testing::MakeRankPod(
+        "default", "wide", r,
+        r < 2 ? "r0-n" + std::to_string(r + 4) : "r1-n" + std::to_string(r - 2)));
+  }
+  f.jobs.push_back(wide);
+  ClusterView v = BuildView(f.nodes, f.pods, f.jobs, {});
+  const auto it = std::find_if(v.jobs.begin(), v.jobs.end(),
+                               [](const Json& j) { return j["metadata"]["name"] == "wide"; });
+  ASSERT_NE(it, v.jobs.end());
+  const std::string out = RenderExplain(v, *it);
+  EXPECT_NE(out.find("segment 0  ranks 0-1  domain 0"), std::string::npos) << out;
+  EXPECT_NE(out.find("segment 0  ranks 2-3  domain 1"), std::string::npos) << out;
+  EXPECT_EQ(out.find("segment 1"), std::string::npos) << out;
+}
+
 TEST(RenderExplainTest, ARefusedRankShowsTheSchedulersMessage) {
   Fixture f;
   for (auto& p : f.pods) {
@@ -173,6 +198,26 @@ TEST(RenderExplainTest, WaitingJobSaysWhyAndWhatTheCoreDecidesNow) {
   EXPECT_NE(out.find("nodes that can take a rank now: 1: 3 nodes, 0: 0 nodes (2 spare nodes per "
                      "domain held back)"),
             std::string::npos)
+      << out;
+}
+
+// Issue 27 case 12 where whole empty nodes and the policy's count differ: ranks of 2 GPUs also fit
+// the half-used node r0-n3, so domain 0 offers 1 node, as the waiting reason counts it.
+TEST(RenderExplainTest, FreeBlocksOfSmallRanksCountHalfUsedNodesAsTheReasonDoes) {
+  Fixture f;
+  Json half = testing::MakeJob("default", "half", 4);
+  half["spec"]["gpusPerReplica"] = 2;
+  f.jobs.push_back(half);
+  ViewOptions o;
+  o.spares_per_domain = 2;
+  o.spare_reserve = placement::SpareReserve::kHard;
+  ClusterView v = BuildView(f.nodes, f.pods, f.jobs, o);
+  const auto it = std::find_if(v.jobs.begin(), v.jobs.end(),
+                               [](const Json& j) { return j["metadata"]["name"] == "half"; });
+  ASSERT_NE(it, v.jobs.end());
+  const std::string out = RenderExplain(v, *it);
+  EXPECT_NE(out.find("needs 4 nodes with 2 free GPUs"), std::string::npos) << out;
+  EXPECT_NE(out.find("nodes that can take a rank now: 1: 3 nodes, 0: 1 node"), std::string::npos)
       << out;
 }
 
