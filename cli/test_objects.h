@@ -1,83 +1,68 @@
-// Kubernetes objects for the kubectl-nvl72 tests: nodes of fake NVL72 racks, pods and NVL72Jobs.
+// Kubernetes objects for the kubectl-nvl72 tests: nodes of fake NVL72 racks, pods and NVL72Jobs,
+// built on model/test_objects_for_test.h.
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "model/test_objects_for_test.h"
 
 namespace nvl72::cli::testing {
 
 using Json = nlohmann::json;
 
+// A node of `domain` with `gpus` GPUs (capacity and allocatable) and 110 pods, Ready (or not) since
+// 2026-01-01.
 inline Json MakeNode(const std::string& name, const std::string& domain, bool ready = true,
                      int gpus = 4) {
-  return Json{{"apiVersion", "v1"},
-              {"kind", "Node"},
-              {"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.clique", domain}}}}},
-              {"spec", Json::object()},
-              {"status",
-               {{"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}, {"pods", "110"}}},
-                {"capacity", {{"nvidia.com/gpu", std::to_string(gpus)}}},
-                {"conditions",
-                 {{{"type", "Ready"},
-                   {"status", ready ? "True" : "False"},
-                   {"lastTransitionTime", "2026-01-01T00:00:00Z"}}}}}}};
+  return model::testing::Node({.name = name,
+                               .domain = domain,
+                               .gpus = gpus,
+                               .cpu = "",
+                               .memory = "",
+                               .capacity_gpus = gpus,
+                               .ready = ready ? "True" : "False",
+                               .ready_since = "2026-01-01T00:00:00Z"});
 }
 
 inline Json MakePod(const std::string& ns, const std::string& name, const std::string& node,
                     int gpus, const std::string& phase = "Running") {
-  return Json{{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"name", name}, {"namespace", ns}}},
-              {"spec",
-               {{"nodeName", node},
-                {"containers",
-                 {{{"name", "main"},
-                   {"image", "x"},
-                   {"resources", {{"requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}},
-              {"status", {{"phase", phase}}}};
+  return model::testing::Pod({.ns = ns, .name = name, .node = node, .gpus = gpus, .phase = phase});
 }
 
 // A rank pod of a job (labels nvl72.dev/job and nvl72.dev/rank).
 inline Json MakeRankPod(const std::string& ns, const std::string& job, int rank,
                         const std::string& node, int gpus = 4) {
-  Json p = MakePod(ns, job + "-" + std::to_string(rank), node, gpus);
-  p["metadata"]["labels"] = {{"nvl72.dev/job", job}, {"nvl72.dev/rank", std::to_string(rank)}};
-  return p;
+  return model::testing::Pod({.ns = ns,
+                              .name = job + "-" + std::to_string(rank),
+                              .node = node,
+                              .gpus = gpus,
+                              .job = job,
+                              .rank = rank});
 }
 
 inline Json MakeJob(const std::string& ns, const std::string& name, int replicas,
                     int segment_size = 0) {
-  Json topology = {{"mode", "Required"}};
-  if (segment_size > 0) topology["segmentSize"] = segment_size;
-  return Json{{"apiVersion", "nvl72.dev/v1alpha1"},
-              {"kind", "NVL72Job"},
-              {"metadata", {{"name", name}, {"namespace", ns}}},
-              {"spec",
-               {{"replicas", replicas},
-                {"gpusPerReplica", 4},
-                {"topology", topology},
-                {"template", {{"spec", {{"containers", {{{"name", "main"}, {"image", "x"}}}}}}}}}}};
+  return model::testing::Job(
+      {.ns = ns,
+       .name = name,
+       .replicas = replicas,
+       .segment_size = segment_size > 0 ? std::optional<int>(segment_size) : std::nullopt});
 }
 
 // Marks `job` admitted with ranks 0.. on `nodes`; `domains` one per segment.
 inline void Admit(Json& job, const std::vector<std::string>& domains,
                   const std::vector<std::string>& nodes, const std::string& state = "Running") {
-  Json ranks = Json::array();
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    ranks.push_back(
-        {{"rank", static_cast<int>(i)},
-         {"node", nodes[i]},
-         {"pod", job["metadata"]["name"].get<std::string>() + "-" + std::to_string(i)}});
-  }
   job["status"] = {{"state", state},
-                   {"placement", {{"domains", domains}, {"ranks", ranks}}},
                    {"conditions",
                     {{{"type", "Admitted"},
                       {"status", "True"},
                       {"reason", "Placed"},
                       {"message", "best fit: domain with the least leftover capacity"},
                       {"lastTransitionTime", "2026-01-01T00:00:00Z"}}}}};
+  model::testing::Place(job, domains, nodes);
 }
 
 inline void Wait(Json& job, const std::string& message) {

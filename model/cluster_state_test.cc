@@ -2,54 +2,27 @@
 
 #include <gtest/gtest.h>
 
+#include "model/test_objects_for_test.h"
 #include "placement/fragmentation.h"
 #include "placement/policy.h"
 
 namespace nvl72::model {
 namespace {
 
-Json MakeNode(const std::string& name, const std::string& clique, int gpus = 4) {
-  Json n = {{"metadata", {{"name", name}, {"labels", Json::object()}}},
-            {"spec", Json::object()},
-            {"status",
-             {{"allocatable",
-               {{"nvidia.com/gpu", std::to_string(gpus)},
-                {"cpu", "144"},
-                {"memory", "960Gi"},
-                {"pods", "110"}}},
-              {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
-  if (!clique.empty()) n["metadata"]["labels"]["nvidia.com/gpu.clique"] = clique;
-  return n;
-}
-
-Json MakePod(const std::string& ns, const std::string& name, const std::string& node, int gpus) {
-  return {{"metadata", {{"name", name}, {"namespace", ns}}},
-          {"spec",
-           {{"nodeName", node},
-            {"containers",
-             {{{"name", "c"},
-               {"resources", {{"requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}}}}},
-          {"status", {{"phase", "Running"}}}};
-}
-
-Json MakeJob(const std::string& ns, const std::string& name, int gpus,
-             const std::vector<std::string>& nodes) {
-  Json ranks = Json::array();
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    ranks.push_back({{"rank", i}, {"node", nodes[i]}, {"pod", name + "-" + std::to_string(i)}});
-  }
-  return {{"metadata", {{"name", name}, {"namespace", ns}}},
-          {"spec",
-           {{"replicas", nodes.size()}, {"gpusPerReplica", gpus}, {"template", Json::object()}}},
-          {"status", {{"placement", {{"domains", {"d"}}, {"ranks", ranks}}}}}};
-}
+using testing::Job;
+using testing::Node;
+using testing::Place;
+using testing::Pod;
 
 // Two racks of three nodes:
 //   rack-a: a0 a1 a2
 //   rack-b: b0 b1 b2
 std::vector<Json> TwoRacks() {
-  return {MakeNode("b1", "rack-b"), MakeNode("a0", "rack-a"), MakeNode("a2", "rack-a"),
-          MakeNode("a1", "rack-a"), MakeNode("b0", "rack-b"), MakeNode("b2", "rack-b")};
+  std::vector<Json> nodes;
+  for (const std::string name : {"b1", "a0", "a2", "a1", "b0", "b2"}) {
+    nodes.push_back(Node({.name = name, .domain = "rack-" + name.substr(0, 1)}));
+  }
+  return nodes;
 }
 
 // GPU counts the API server would never send but a hand-made object might: out of int's range
@@ -59,7 +32,7 @@ TEST(ClusterStateTest, OutOfRangeGpuCountsAreZero) {
   const std::vector<Json> counts = {Json(4.0), Json(1e30), Json(4294967300), Json("3000000k"),
                                     Json(-1e300)};
   for (size_t i = 0; i < counts.size(); ++i) {
-    Json n = MakeNode("n" + std::to_string(i), "rack-a");
+    Json n = Node({.name = "n" + std::to_string(i), .domain = "rack-a"});
     n["status"]["allocatable"]["nvidia.com/gpu"] = counts[i];
     nodes.push_back(n);
   }
@@ -147,7 +120,8 @@ TEST(ClusterStateTest, DomainsAndNodesOrderedByName) {
 }
 
 TEST(ClusterStateTest, FallbackLabelAndUnlabelledNodes) {
-  std::vector<Json> nodes = {MakeNode("x", ""), MakeNode("y", ""), MakeNode("cp", "", 0)};
+  std::vector<Json> nodes = {Node({.name = "x"}), Node({.name = "y"}),
+                             Node({.name = "cp", .gpus = 0})};
   nodes[0]["metadata"]["labels"]["rack"] = "r1";
   ClusterOptions opts;
   opts.domain_label_fallback = "rack";
@@ -213,8 +187,10 @@ TEST(ClusterStateTest, NotReadyWithinGraceCountsReady) {
 }
 
 TEST(ClusterStateTest, PodsUseGpusUnlessTerminated) {
-  std::vector<Json> pods = {MakePod("ns", "p1", "a0", 2), MakePod("ns", "p2", "a0", 1),
-                            MakePod("ns", "done", "a1", 4), MakePod("ns", "nominated", "", 3)};
+  std::vector<Json> pods = {Pod({.ns = "ns", .name = "p1", .node = "a0", .gpus = 2}),
+                            Pod({.ns = "ns", .name = "p2", .node = "a0", .gpus = 1}),
+                            Pod({.ns = "ns", .name = "done", .node = "a1", .gpus = 4}),
+                            Pod({.ns = "ns", .name = "nominated", .gpus = 3})};
   pods[2]["status"]["phase"] = "Succeeded";
   pods[3]["status"]["nominatedNodeName"] = "b0";
   auto st = ClusterState::Build(TwoRacks(), pods, {}, {});
@@ -238,10 +214,10 @@ TEST(ClusterStateTest, PodGpuRequestRules) {
 }
 
 TEST(ClusterStateTest, ReservationsHoldGpusWithoutDoubleCounting) {
-  Json job = MakeJob("ns", "j", 4, {"a0", "a1"});
+  Json job = Job({.ns = "ns", .name = "j", .replicas = 2});
+  Place(job, {"d"}, {"a0", "a1"});
   // rank 0 pod bound on its planned node; rank 1 pod not created yet.
-  Json rank0 = MakePod("ns", "j-0", "a0", 4);
-  rank0["metadata"]["labels"] = {{"nvl72.dev/job", "j"}, {"nvl72.dev/rank", "0"}};
+  Json rank0 = Pod({.ns = "ns", .name = "j-0", .node = "a0", .gpus = 4, .job = "j", .rank = 0});
   auto st = ClusterState::Build(TwoRacks(), {rank0}, {job}, {});
   const auto& n = st.snapshot().nodes;
   EXPECT_EQ(n[st.FindNode("a0")].gpu_used, 4);
@@ -255,16 +231,17 @@ TEST(ClusterStateTest, ReservationsHoldGpusWithoutDoubleCounting) {
 }
 
 TEST(ClusterStateTest, RankPodBoundElsewhereCountsTwice) {
-  Json job = MakeJob("ns", "j", 2, {"a0"});
-  Json rank0 = MakePod("ns", "j-0", "b0", 2);
-  rank0["metadata"]["labels"] = {{"nvl72.dev/job", "j"}, {"nvl72.dev/rank", "0"}};
+  Json job = Job({.ns = "ns", .name = "j", .gpus_per_replica = 2});
+  Place(job, {"d"}, {"a0"});
+  Json rank0 = Pod({.ns = "ns", .name = "j-0", .node = "b0", .gpus = 2, .job = "j", .rank = 0});
   auto st = ClusterState::Build(TwoRacks(), {rank0}, {job}, {});
   EXPECT_EQ(st.snapshot().nodes[st.FindNode("a0")].gpu_used, 2);
   EXPECT_EQ(st.snapshot().nodes[st.FindNode("b0")].gpu_used, 2);
 }
 
 TEST(ClusterStateTest, FinishedJobsHoldNothing) {
-  Json job = MakeJob("ns", "j", 4, {"a0"});
+  Json job = Job({.ns = "ns", .name = "j"});
+  Place(job, {"d"}, {"a0"});
   job["status"]["conditions"] = {{{"type", "Failed"}, {"status", "True"}}};
   auto st = ClusterState::Build(TwoRacks(), {}, {job}, {});
   EXPECT_EQ(st.snapshot().nodes[st.FindNode("a0")].gpu_used, 0);
@@ -287,7 +264,8 @@ TEST(ClusterStateTest, ReserveAndRelease) {
 }
 
 TEST(ClusterStateTest, PlannedNode) {
-  Json job = MakeJob("ns", "j", 4, {"a0", "a2"});
+  Json job = Job({.ns = "ns", .name = "j", .replicas = 2});
+  Place(job, {"d"}, {"a0", "a2"});
   auto st = ClusterState::Build(TwoRacks(), {}, {job}, {});
   Json pod = {{"metadata",
                {{"name", "j-1"},
@@ -310,12 +288,12 @@ TEST(ClusterStateTest, AdmitsThroughPolicy) {
   for (int r = 0; r < 2; ++r) {
     for (int i = 0; i < 18; ++i) {
       nodes.push_back(
-          MakeNode("r" + std::to_string(r) + "-n" + (i < 10 ? "0" : "") + std::to_string(i),
-                   "rack-" + std::to_string(r)));
+          Node({.name = "r" + std::to_string(r) + "-n" + (i < 10 ? "0" : "") + std::to_string(i),
+                .domain = "rack-" + std::to_string(r)}));
     }
   }
-  Json busy =
-      MakeJob("ns", "busy", 4, {"r0-n00", "r0-n01", "r0-n02", "r0-n03", "r0-n04", "r0-n05"});
+  Json busy = Job({.ns = "ns", .name = "busy", .replicas = 6});
+  Place(busy, {"d"}, {"r0-n00", "r0-n01", "r0-n02", "r0-n03", "r0-n04", "r0-n05"});
   auto st = ClusterState::Build(nodes, {}, {busy}, {});
   auto policy = placement::MakePolicy("nvl72");
   placement::GangRequest req;

@@ -2,32 +2,26 @@
 
 #include <gtest/gtest.h>
 
+#include "model/test_objects_for_test.h"
+
 namespace nvl72::model {
 namespace {
 
-// A kwok-like GB200 node: 144 CPUs, 960Gi, 110 pods, 4 GPUs.
-Json Node(const std::string& name, const std::string& clique, Json taints = Json::array()) {
-  return {{"metadata",
-           {{"name", name},
-            {"labels", {{"kubernetes.io/hostname", name}, {"nvidia.com/gpu.clique", clique}}}}},
-          {"spec", {{"taints", std::move(taints)}}},
-          {"status",
-           {{"allocatable",
-             {{"cpu", "144"}, {"memory", "960Gi"}, {"pods", "110"}, {"nvidia.com/gpu", "4"}}},
-            {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
-}
+using testing::Node;
 
-// Two racks of three nodes; rack b is dedicated to team-a and carries GKE's GPU taint.
+// Two racks of three kwok-like GB200 nodes (4 GPUs, 144 CPUs, 960Gi, 110 pods); rack b is dedicated
+// to team-a and carries GKE's GPU taint.
 std::vector<Json> Racks() {
   const Json dedicated = {
       {{"key", "dedicated"}, {"value", "team-a"}, {"effect", "NoSchedule"}},
       {{"key", "nvidia.com/gpu"}, {"value", "present"}, {"effect", "NoSchedule"}}};
-  return {Node("a0", "a"),
-          Node("a1", "a"),
-          Node("a2", "a"),
-          Node("b0", "b", dedicated),
-          Node("b1", "b", dedicated),
-          Node("b2", "b", dedicated)};
+  const Json none = Json::array();
+  return {Node({.name = "a0", .domain = "a", .taints = none}),
+          Node({.name = "a1", .domain = "a", .taints = none}),
+          Node({.name = "a2", .domain = "a", .taints = none}),
+          Node({.name = "b0", .domain = "b", .taints = dedicated}),
+          Node({.name = "b1", .domain = "b", .taints = dedicated}),
+          Node({.name = "b2", .domain = "b", .taints = dedicated})};
 }
 
 JobSpec Spec(int replicas, const std::string& pod_spec_json) {
@@ -148,8 +142,9 @@ std::vector<Json> RackNodes(int racks, int per_rack) {
   std::vector<Json> out;
   for (int r = 0; r < racks; ++r) {
     for (int i = 0; i < per_rack; ++i) {
-      out.push_back(
-          Node("r" + std::to_string(r) + "-n" + std::to_string(i), "r" + std::to_string(r)));
+      out.push_back(Node({.name = "r" + std::to_string(r) + "-n" + std::to_string(i),
+                          .domain = "r" + std::to_string(r),
+                          .taints = Json::array()}));
     }
   }
   return out;
@@ -211,8 +206,11 @@ TEST(EvaluateJobNodesTest, TheGpuTaintAndTheLifecycleTaintsNeverKeepARankOff) {
       {{"key", "nvidia.com/gpu"}, {"value", "present"}, {"effect", "NoExecute"}}};
   const Json prefer = {{{"key", "dedicated"}, {"value", "x"}, {"effect", "PreferNoSchedule"}}};
   const ClusterState st =
-      ClusterState::Build({Node("g0", "g", gpu), Node("g1", "g", gpu), Node("g2", "g", lifecycle),
-                           Node("g3", "g", gpu_no_execute), Node("g4", "g", prefer)},
+      ClusterState::Build({Node({.name = "g0", .domain = "g", .taints = gpu}),
+                           Node({.name = "g1", .domain = "g", .taints = gpu}),
+                           Node({.name = "g2", .domain = "g", .taints = lifecycle}),
+                           Node({.name = "g3", .domain = "g", .taints = gpu_no_execute}),
+                           Node({.name = "g4", .domain = "g", .taints = prefer})},
                           {}, {}, {});
   for (const char* pod_spec :
        {"{}", R"({"tolerations": [{"key": "other", "operator": "Exists"}]})"}) {

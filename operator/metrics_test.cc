@@ -14,11 +14,13 @@
 #include "kube/fake_client.h"
 #include "kube/object.h"
 #include "model/names.h"
+#include "model/test_objects_for_test.h"
 #include "operator/controller.h"
 #include "operator/job_objects.h"
 #include "operator/log.h"
 #include "operator/reconciler.h"
 #include "operator/recovery.h"
+#include "operator/test_fixtures_for_test.h"
 
 namespace nvl72::op {
 namespace {
@@ -298,32 +300,12 @@ TEST(RecoveryFinishedByTest, OutcomeFromTheReasonTimedFromTheConditionStart) {
 
 constexpr const char* kNs = "team";
 
-Json NodeObj(int rack, int i) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "rack%d-node%02d", rack, i);
-  return {
-      {"apiVersion", "v1"},
-      {"kind", "Node"},
-      {"metadata",
-       {{"name", name}, {"labels", {{"nvidia.com/gpu.clique", "clique-" + std::to_string(rack)}}}}},
-      {"spec", Json::object()},
-      {"status",
-       {{"allocatable",
-         {{"nvidia.com/gpu", "4"}, {"cpu", "144"}, {"memory", "960Gi"}, {"pods", "110"}}},
-        {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
-}
-
+// An NVL72Job in kNs of `replicas` 4-GPU ranks, recovery InPlace after a 30 s grace.
 Json JobObj(const std::string& name, int replicas) {
-  return {
-      {"apiVersion", "nvl72.dev/v1alpha1"},
-      {"kind", "NVL72Job"},
-      {"metadata", {{"name", name}, {"namespace", kNs}}},
-      {"spec",
-       {{"replicas", replicas},
-        {"gpusPerReplica", 4},
-        {"topology", {{"mode", "Required"}}},
-        {"recovery", {{"policy", "InPlace"}, {"notReadyGraceSeconds", 30}}},
-        {"template", {{"spec", {{"containers", {{{"name", "main"}, {"image", "busybox"}}}}}}}}}}};
+  return model::testing::Job({.ns = kNs,
+                              .name = name,
+                              .replicas = replicas,
+                              .recovery = {{"policy", "InPlace"}, {"notReadyGraceSeconds", 30}}});
 }
 
 class OperatorMetricsTest : public ::testing::Test {
@@ -340,7 +322,8 @@ class OperatorMetricsTest : public ::testing::Test {
         &fake_, store_.get(), nullptr, &metrics_, [this](const std::string& key) { Enqueue(key); },
         options, [this] { return now_; });
     for (int r = 0; r < 2; ++r) {
-      for (int i = 0; i < 18; ++i) EXPECT_TRUE(fake_.Create(kube::kNodes, "", NodeObj(r, i)).ok());
+      for (int i = 0; i < 18; ++i)
+        EXPECT_TRUE(fake_.Create(kube::kNodes, "", test_fixtures::Node(r, i)).ok());
     }
   }
   void Enqueue(const std::string& key) {

@@ -2,21 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "model/test_objects_for_test.h"
+
 namespace nvl72::op {
 namespace {
 
 using Json = nlohmann::json;
 
-Json Node(const std::string& name, const std::string& ready, const std::string& since = "") {
-  Json n = {{"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.clique", "r"}}}}},
-            {"spec", Json::object()},
-            {"status",
-             {{"allocatable",
-               {{"nvidia.com/gpu", "4"}, {"cpu", "144"}, {"memory", "960Gi"}, {"pods", "110"}}},
-              {"conditions", {{{"type", "Ready"}, {"status", ready}}}}}}};
-  if (!since.empty()) n["status"]["conditions"][0]["lastTransitionTime"] = since;
-  return n;
-}
+using model::testing::Node;
 
 std::chrono::system_clock::time_point At(int sec) {
   std::tm tm{};
@@ -27,12 +20,15 @@ std::chrono::system_clock::time_point At(int sec) {
 }
 
 TEST(NodeHealthTest, EachCause) {
-  std::vector<Json> nodes = {Node("ok", "True"), Node("blip", "False", "2026-01-01T00:00:00Z"),
-                             Node("tainted", "True"), Node("small", "True"),
-                             Node("cordoned", "True")};
-  nodes[2]["spec"]["taints"] = {{{"key", "example.com/fabric-down"}, {"effect", "NoExecute"}}};
-  nodes[3]["status"]["allocatable"]["nvidia.com/gpu"] = "2";
-  nodes[4]["spec"]["unschedulable"] = true;
+  std::vector<Json> nodes = {
+      Node({.name = "ok", .domain = "r"}),
+      Node(
+          {.name = "blip", .domain = "r", .ready = "False", .ready_since = "2026-01-01T00:00:00Z"}),
+      Node({.name = "tainted",
+            .domain = "r",
+            .taints = {{{"key", "example.com/fabric-down"}, {"effect", "NoExecute"}}}}),
+      Node({.name = "small", .domain = "r", .gpus = 2}),
+      Node({.name = "cordoned", .domain = "r", .unschedulable = true})};
   auto st = model::ClusterState::Build(nodes, {}, {}, {});
   const auto grace = std::chrono::seconds(60);
   EXPECT_EQ(CheckNode(st, "ok", 4, grace, At(10)), NodeFailure::kNone);
@@ -57,8 +53,14 @@ TEST(NodeHealthTest, EachCause) {
 // Ready Unknown (False). Rank pods tolerate those taints, so the job's grace on the Ready condition
 // decides, not the taint.
 TEST(NodeHealthTest, NodeLifecycleTaintsWaitForTheGrace) {
-  std::vector<Json> nodes = {Node("unreachable", "Unknown", "2026-01-01T00:00:00Z"),
-                             Node("not-ready", "False", "2026-01-01T00:00:00Z")};
+  std::vector<Json> nodes = {Node({.name = "unreachable",
+                                   .domain = "r",
+                                   .ready = "Unknown",
+                                   .ready_since = "2026-01-01T00:00:00Z"}),
+                             Node({.name = "not-ready",
+                                   .domain = "r",
+                                   .ready = "False",
+                                   .ready_since = "2026-01-01T00:00:00Z"})};
   nodes[0]["spec"]["taints"] = {
       {{"key", "node.kubernetes.io/unreachable"}, {"effect", "NoSchedule"}},
       {{"key", "node.kubernetes.io/unreachable"}, {"effect", "NoExecute"}}};

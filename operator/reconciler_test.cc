@@ -7,43 +7,22 @@
 
 #include "kube/fake_client.h"
 #include "model/names.h"
+#include "model/test_objects_for_test.h"
+#include "operator/test_fixtures_for_test.h"
 
 namespace nvl72::op {
 namespace {
 
 using kube::FakeClient;
 
-constexpr const char* kNs = "team";
+using test_fixtures::kNs;
+using test_fixtures::Node;
 
-Json Node(int rack, int i) {
-  char name[32];
-  std::snprintf(name, sizeof(name), "rack%d-node%02d", rack, i);
-  return {{"apiVersion", "v1"},
-          {"kind", "Node"},
-          {"metadata",
-           {{"name", name},
-            {"labels",
-             {{"nvidia.com/gpu.clique", "clique-" + std::to_string(rack)},
-              {"kubernetes.io/hostname", name}}}}},
-          {"spec", Json::object()},
-          {"status",
-           {{"allocatable",
-             {{"nvidia.com/gpu", "4"}, {"cpu", "144"}, {"memory", "960Gi"}, {"pods", "110"}}},
-            {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
-}
-
+// An NVL72Job in kNs of `replicas` 4-GPU ranks, topology `mode` with segments of `segment` nodes.
 Json Job(const std::string& name, int replicas, int segment = 0,
          const std::string& mode = "Required") {
-  Json j = {
-      {"apiVersion", "nvl72.dev/v1alpha1"},
-      {"kind", "NVL72Job"},
-      {"metadata", {{"name", name}, {"namespace", kNs}}},
-      {"spec",
-       {{"replicas", replicas},
-        {"gpusPerReplica", 4},
-        {"topology", {{"mode", mode}, {"segmentSize", segment}}},
-        {"template", {{"spec", {{"containers", {{{"name", "main"}, {"image", "busybox"}}}}}}}}}}};
-  return j;
+  return model::testing::Job(
+      {.ns = kNs, .name = name, .replicas = replicas, .mode = mode, .segment_size = segment});
 }
 
 // Drives a Reconciler over a FakeClient like the controller would, synchronously.

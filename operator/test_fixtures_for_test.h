@@ -1,6 +1,7 @@
 // Shared fixture of the operator's unit tests: a Reconciler over kube::FakeClient driven the way
 // the controller drives it (a work queue drained synchronously, delayed requeues recorded, a wall
-// clock the test moves), 18-node racks with 4 GPUs per node, and small object builders.
+// clock the test moves), 18-node racks with 4 GPUs per node, and the operator tests' object
+// builders (on model/test_objects_for_test.h).
 // Test-only; include from *_test.cc files.
 #pragma once
 
@@ -18,6 +19,7 @@
 #include "kube/fake_client.h"
 #include "kube/object.h"
 #include "model/names.h"
+#include "model/test_objects_for_test.h"
 #include "operator/object_store.h"
 #include "operator/reconciler.h"
 #include "operator/recovery.h"
@@ -35,48 +37,27 @@ inline std::string NodeName(int rack, int i) {
   return name;
 }
 
+// Node i of rack `rack`: a 4-GPU node of domain "clique-<rack>", Ready.
 inline Json Node(int rack, int i) {
-  const std::string name = NodeName(rack, i);
-  return {{"apiVersion", "v1"},
-          {"kind", "Node"},
-          {"metadata",
-           {{"name", name},
-            {"labels",
-             {{"nvidia.com/gpu.clique", "clique-" + std::to_string(rack)},
-              {"kubernetes.io/hostname", name}}}}},
-          {"spec", Json::object()},
-          {"status",
-           {{"allocatable",
-             {{"nvidia.com/gpu", "4"}, {"cpu", "144"}, {"memory", "960Gi"}, {"pods", "110"}}},
-            {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
+  return model::testing::Node(
+      {.name = NodeName(rack, i), .domain = "clique-" + std::to_string(rack)});
 }
 
+// An NVL72Job in kNs of `replicas` 4-GPU ranks (topology Required) with spec.recovery.
 inline Json Job(const std::string& name, int replicas, const std::string& policy = "InPlace",
                 int grace = 30, int max_recoveries = 10) {
-  return {
-      {"apiVersion", "nvl72.dev/v1alpha1"},
-      {"kind", "NVL72Job"},
-      {"metadata", {{"name", name}, {"namespace", kNs}}},
-      {"spec",
-       {{"replicas", replicas},
-        {"gpusPerReplica", 4},
-        {"topology", {{"mode", "Required"}}},
-        {"recovery",
-         {{"policy", policy}, {"notReadyGraceSeconds", grace}, {"maxRecoveries", max_recoveries}}},
-        {"template", {{"spec", {{"containers", {{{"name", "main"}, {"image", "busybox"}}}}}}}}}}};
+  return model::testing::Job({.ns = kNs,
+                              .name = name,
+                              .replicas = replicas,
+                              .recovery = {{"policy", policy},
+                                           {"notReadyGraceSeconds", grace},
+                                           {"maxRecoveries", max_recoveries}}});
 }
 
 // A single 4-GPU pod bound to `node` (not a gang rank); `preemptible` adds the lender label.
 inline Json SinglePod(const std::string& name, const std::string& node, bool preemptible) {
-  Json p = {{"apiVersion", "v1"},
-            {"kind", "Pod"},
-            {"metadata", {{"name", name}, {"namespace", "other"}, {"labels", Json::object()}}},
-            {"spec",
-             {{"nodeName", node},
-              {"containers",
-               {{{"name", "c"},
-                 {"image", "busybox"},
-                 {"resources", {{"requests", {{"nvidia.com/gpu", "4"}}}}}}}}}}};
+  Json p = model::testing::Pod({.ns = "other", .name = name, .node = node, .gpus = 4, .phase = ""});
+  p["metadata"]["labels"] = Json::object();
   if (preemptible) p["metadata"]["labels"]["nvl72.dev/preemptible"] = "true";
   return p;
 }

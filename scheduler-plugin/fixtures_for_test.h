@@ -1,74 +1,65 @@
 // Kubernetes object fixtures for the extender's tests and benchmarks: nodes of NVL72 racks, pods
-// and NVL72Jobs as the API server would send them. Tests and benchmarks only.
+// and NVL72Jobs as the API server would send them, built on model/test_objects_for_test.h. Tests
+// and benchmarks only.
 #pragma once
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "model/test_objects_for_test.h"
 
 namespace nvl72::extender::testing {
 
 using Json = nlohmann::json;
 
+// A node of `clique` ("" = no clique label) as kwok fakes one: `gpus` GPUs and 72 CPUs in capacity
+// and allocatable, 110 pods, Ready.
 inline Json MakeNode(const std::string& name, const std::string& clique, int gpus = 4) {
-  Json n = {
-      {"apiVersion", "v1"},
-      {"kind", "Node"},
-      {"metadata", {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}}}}},
-      {"spec", Json::object()},
-      {"status",
-       {{"capacity", {{"nvidia.com/gpu", std::to_string(gpus)}, {"cpu", "72"}}},
-        {"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}, {"cpu", "72"}, {"pods", "110"}}},
-        {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}};
-  if (!clique.empty()) n["metadata"]["labels"]["nvidia.com/gpu.clique"] = clique;
-  return n;
+  return model::testing::Node({.name = name,
+                               .domain = clique,
+                               .gpus = gpus,
+                               .cpu = "72",
+                               .memory = "",
+                               .capacity_gpus = gpus});
 }
 
-// A pod requesting `gpus` GPUs, bound to `node` if non-empty. `job` non-empty makes it a gang rank
+// A pod requesting `gpus` GPUs (and 1 CPU, 1Gi, limits equal to requests) of the nvl72 scheduler,
+// bound and Running on `node` if non-empty, else Pending. `job` non-empty makes it a gang rank
 // (labels nvl72.dev/job and nvl72.dev/rank, annotation nvl72.dev/node = planned if non-empty).
 inline Json MakePod(const std::string& ns, const std::string& name, int gpus,
                     const std::string& node = "", const std::string& job = "", int rank = 0,
                     const std::string& planned = "") {
-  Json p = {{"apiVersion", "v1"},
-            {"kind", "Pod"},
-            {"metadata", {{"name", name}, {"namespace", ns}, {"uid", "uid-" + ns + "-" + name}}},
-            {"spec",
-             {{"schedulerName", "nvl72-scheduler"},
-              {"containers",
-               {{{"name", "main"},
-                 {"image", "busybox"},
-                 {"resources",
-                  {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}},
-                   {"limits", {{"cpu", "1"}, {"memory", "1Gi"}}}}}}}}}},
-            {"status", {{"phase", node.empty() ? "Pending" : "Running"}}}};
-  if (gpus > 0) {
-    p["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = std::to_string(gpus);
-    p["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = std::to_string(gpus);
-  }
-  if (!node.empty()) p["spec"]["nodeName"] = node;
-  if (!job.empty()) {
-    p["metadata"]["labels"] = {{"nvl72.dev/job", job}, {"nvl72.dev/rank", std::to_string(rank)}};
-    if (!planned.empty()) p["metadata"]["annotations"] = {{"nvl72.dev/node", planned}};
-  }
+  Json p = model::testing::Pod({.ns = ns,
+                                .name = name,
+                                .node = node,
+                                .gpus = gpus,
+                                .cpu = "1",
+                                .phase = node.empty() ? "Pending" : "Running",
+                                .job = job,
+                                .rank = rank,
+                                .planned = job.empty() ? "" : planned});
+  p["metadata"]["uid"] = "uid-" + ns + "-" + name;
+  p["spec"]["schedulerName"] = "nvl72-scheduler";
+  Json& resources = p["spec"]["containers"][0]["resources"];
+  resources["requests"]["memory"] = "1Gi";
+  resources["limits"] = resources["requests"];
   return p;
 }
 
-// An admitted NVL72Job whose status.placement puts rank i on nodes[i].
+// An admitted NVL72Job (one replica per node, an empty template) whose status.placement puts rank i
+// on nodes[i].
 inline Json MakeJob(const std::string& ns, const std::string& name, int gpus_per_replica,
                     const std::vector<std::string>& nodes, const std::string& domain = "d") {
-  Json ranks = Json::array();
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    ranks.push_back({{"rank", i}, {"node", nodes[i]}, {"pod", name + "-" + std::to_string(i)}});
-  }
-  return {{"apiVersion", "nvl72.dev/v1alpha1"},
-          {"kind", "NVL72Job"},
-          {"metadata", {{"name", name}, {"namespace", ns}, {"uid", "uid-job-" + name}}},
-          {"spec",
-           {{"replicas", nodes.size()},
-            {"gpusPerReplica", gpus_per_replica},
-            {"topology", {{"mode", "Required"}}},
-            {"template", Json::object()}}},
-          {"status", {{"placement", {{"domains", {domain}}, {"ranks", ranks}}}}}};
+  Json j = model::testing::Job({.ns = ns,
+                                .name = name,
+                                .replicas = static_cast<int>(nodes.size()),
+                                .gpus_per_replica = gpus_per_replica,
+                                .pod_template = Json::object()});
+  j["metadata"]["uid"] = "uid-job-" + name;
+  model::testing::Place(j, {domain}, nodes);
+  return j;
 }
 
 // `racks` racks of `nodes_per_rack` nodes named "r<rack>-n<i>" (zero-padded), clique "rack-<rack>".
