@@ -42,26 +42,24 @@ struct Flag {
 
 // ---- Value parsers: each returns the `apply` of one flag, storing into `target`.
 
-Apply PositiveInt(std::string_view flag, int& target) {
-  return [flag, &target](std::string_view v) {
+// An int >= min; `expected` names the range in the error.
+Apply IntAtLeast(std::string_view flag, int& target, int min, std::string_view expected) {
+  return [=, &target](std::string_view v) {
     int x = 0;
-    if (!ParseInt(v, x) || x <= 0) {
-      return BadValue(flag, v, "a positive integer");
+    if (!ParseInt(v, x) || x < min) {
+      return BadValue(flag, v, expected);
     }
     target = x;
     return Status::Ok();
   };
 }
 
+Apply PositiveInt(std::string_view flag, int& target) {
+  return IntAtLeast(flag, target, 1, "a positive integer");
+}
+
 Apply NonNegativeInt(std::string_view flag, int& target) {
-  return [flag, &target](std::string_view v) {
-    int x = 0;
-    if (!ParseInt(v, x) || x < 0) {
-      return BadValue(flag, v, "an integer >= 0");
-    }
-    target = x;
-    return Status::Ok();
-  };
+  return IntAtLeast(flag, target, 0, "an integer >= 0");
 }
 
 Apply UnsignedInt(std::string_view flag, uint64_t& target) {
