@@ -60,12 +60,7 @@ cleanup() {
   if ((own_cluster)); then
     e2e_cluster_down "$repo"
   else # a shared cluster gets its capacity back at once (not when the namespace is finally gone)
-    kc -n "$ns" get nvj -o name 2>/dev/null | while read -r j; do
-      kc -n "$ns" patch "$j" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
-    done
-    kc -n "$ns" delete nvj --all --wait=false >/dev/null 2>&1
-    kc -n "$ns" delete pods --all --force --grace-period=0 >/dev/null 2>&1
-    kc delete namespace "$ns" --wait=false >/dev/null 2>&1
+    e2e_release_namespace "$ns"
   fi
   if ((failures > 0 || rc != 0)); then
     for f in "$work"/*.log; do log "--- tail of $f"; tail -n 25 "$f" >&2; done

@@ -48,12 +48,7 @@ cleanup() {
   elif [[ -n ${state:-} ]]; then
     # A shared cluster gets its capacity back at once: no operator runs any more, so drop its
     # finalizer from the jobs left; the namespace (and the Lease in it) goes.
-    kc -n "$ns" get nvj -o name 2>/dev/null | while read -r j; do
-      kc -n "$ns" patch "$j" --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null 2>&1
-    done
-    kc -n "$ns" delete nvj --all --wait=false >/dev/null 2>&1
-    kc -n "$ns" delete pods --all --force --grace-period=0 >/dev/null 2>&1
-    kc delete namespace "$ns" --wait=false >/dev/null 2>&1
+    e2e_release_namespace "$ns"
   fi
   rm -rf "$workdir"
   exit "$rc"
