@@ -200,6 +200,18 @@ bool GangRankOf(const Json& pod, std::string* job, int* rank) {
   return true;
 }
 
+const RankAssignment* CurrentRankOf(const Json& pod, const JobPlacement& placement) {
+  int rank = -1;
+  if (!GangRankOf(pod, nullptr, &rank)) return nullptr;
+  const RankAssignment* a = placement.FindRank(rank);
+  const Json& meta = Child(pod, "metadata");
+  if (a == nullptr || StringAt(meta, "name") != a->pod ||
+      StringAt(Child(meta, "annotations"), kNodeAnnotation) != a->node) {
+    return nullptr;
+  }
+  return a;
+}
+
 ClusterState ClusterState::Build(const std::vector<Json>& nodes, const std::vector<Json>& pods,
                                  const std::vector<Json>& jobs, const ClusterOptions& options) {
   auto ptrs = [](const std::vector<Json>& v) {

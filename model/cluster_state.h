@@ -200,5 +200,9 @@ bool PodTerminated(const Json& pod);
 const Json* UnschedulableCondition(const Json& pod);
 // True if the pod carries the labels of a gang rank; `job` and `rank` receive them.
 bool GangRankOf(const Json& pod, std::string* job, int* rank);
+// The assignment `pod` is the current pod of: a gang rank of `placement` with the rank's pod name
+// and planned for the rank's node (nvl72.dev/node). nullptr for a leftover of an earlier placement
+// (a rank moved by recovery or defragmentation), whose phase says nothing about the job now.
+const RankAssignment* CurrentRankOf(const Json& pod, const JobPlacement& placement);
 
 }  // namespace nvl72::model

@@ -337,11 +337,9 @@ PodSummary SummarizePods(const model::JobPlacement& placement,
   PodSummary s;
   s.ranks = static_cast<int>(placement.ranks.size());
   for (const Json* p : pods) {
-    int rank = -1;
-    if (!model::GangRankOf(*p, nullptr, &rank)) continue;
-    const model::RankAssignment* a = placement.FindRank(rank);
+    const model::RankAssignment* a = model::CurrentRankOf(*p, placement);
     if (a == nullptr) continue;
-    if (p->contains("metadata") && (*p)["metadata"].value("name", "") != a->pod) continue;
+    const int rank = a->rank;
     ++s.created;
     std::string node;
     if (p->contains("spec")) node = (*p)["spec"].value("nodeName", "");

@@ -106,20 +106,23 @@ TEST(SummaryTest, ARefusedRankIsNamedWithTheSchedulersMessage) {
   p.domains = {"d"};
   p.ranks = {{0, "n0", "j-0"}, {1, "n1", "j-1"}};
   Json bound = {{"metadata",
-                 {{"name", "j-0"}, {"labels", {{"nvl72.dev/job", "j"}, {"nvl72.dev/rank", "0"}}}}},
+                 {{"name", "j-0"},
+                  {"labels", {{"nvl72.dev/job", "j"}, {"nvl72.dev/rank", "0"}}},
+                  {"annotations", {{"nvl72.dev/node", "n0"}}}}},
                 {"spec", {{"nodeName", "n0"}}},
                 {"status", {{"phase", "Running"}}}};
-  Json refused = {
-      {"metadata",
-       {{"name", "j-1"}, {"labels", {{"nvl72.dev/job", "j"}, {"nvl72.dev/rank", "1"}}}}},
-      {"spec", Json::object()},
-      {"status",
-       {{"phase", "Pending"},
-        {"conditions",
-         {{{"type", "PodScheduled"},
-           {"status", "False"},
-           {"reason", "Unschedulable"},
-           {"message", "0/2 nodes are available: 1 Insufficient cpu."}}}}}}};
+  Json refused = {{"metadata",
+                   {{"name", "j-1"},
+                    {"labels", {{"nvl72.dev/job", "j"}, {"nvl72.dev/rank", "1"}}},
+                    {"annotations", {{"nvl72.dev/node", "n1"}}}}},
+                  {"spec", Json::object()},
+                  {"status",
+                   {{"phase", "Pending"},
+                    {"conditions",
+                     {{{"type", "PodScheduled"},
+                       {"status", "False"},
+                       {"reason", "Unschedulable"},
+                       {"message", "0/2 nodes are available: 1 Insufficient cpu."}}}}}}};
   PodSummary s = SummarizePods(p, {&bound, &refused});
   EXPECT_EQ(s.refused, "rank 1 on n1: 0/2 nodes are available: 1 Insufficient cpu.");
   Json status;
@@ -158,7 +161,8 @@ TEST(SummaryTest, StatesFromPods) {
   auto pod = [](int rank, const std::string& node, const std::string& phase) {
     return Json{{"metadata",
                  {{"name", "j-" + std::to_string(rank)},
-                  {"labels", {{"nvl72.dev/job", "j"}, {"nvl72.dev/rank", std::to_string(rank)}}}}},
+                  {"labels", {{"nvl72.dev/job", "j"}, {"nvl72.dev/rank", std::to_string(rank)}}},
+                  {"annotations", {{"nvl72.dev/node", "n" + std::to_string(rank)}}}}},
                 {"spec", {{"nodeName", node}}},
                 {"status", {{"phase", phase}}}};
   };
@@ -181,6 +185,31 @@ TEST(SummaryTest, StatesFromPods) {
   s = SummarizePods(p, {&a, &b});
   EXPECT_TRUE(ApplyPlacedStatus(status, p, s, 1, now));
   EXPECT_EQ(status["state"], "Failed");
+}
+
+// A rank moved by recovery keeps its pod name; until the watch delivers the old pod's deletion the
+// store still holds it, Failed on the node the rank left. It is no longer the rank's pod: the job
+// does not fail for it (CI run of session 18: recovery_defrag_e2e's job went Failed this way).
+TEST(SummaryTest, ALeftoverPodOfAMovedRankDoesNotCount) {
+  model::JobPlacement p;
+  p.domains = {"d"};
+  p.ranks = {{0, "n5", "j-0"}};  // rank 0 moved from n0 to n5
+  Json old = Json::parse(R"({"metadata": {"name": "j-0",
+      "labels": {"nvl72.dev/job": "j", "nvl72.dev/rank": "0"},
+      "annotations": {"nvl72.dev/node": "n0"}}, "spec": {"nodeName": "n0"},
+      "status": {"phase": "Failed", "reason": "NodeLost"}})");
+  PodSummary s = SummarizePods(p, {&old});
+  EXPECT_EQ(s.failed, 0);
+  EXPECT_EQ(s.created, 0) << "the rank's pod on n5 is not created yet";
+  Json status;
+  ApplyPlacedStatus(status, p, s, 1, std::chrono::system_clock::now());
+  EXPECT_NE(status["state"], "Failed");
+  // The rank's own pod (planned for n5) failing does fail the job.
+  Json now_pod = old;
+  now_pod["metadata"]["annotations"]["nvl72.dev/node"] = "n5";
+  now_pod["spec"]["nodeName"] = "n5";
+  now_pod["status"].erase("reason");
+  EXPECT_EQ(SummarizePods(p, {&old, &now_pod}).failed, 1);
 }
 
 // Issue 27 case 8: the template's own MASTER_PORT wins (two hostNetwork jobs packed on the same
@@ -261,7 +290,8 @@ TEST(FailedPodDetailTest, NamesTheContainerExitCodeAndReasonElseThePodsReason) {
   p.domains = {"d"};
   p.ranks = {{0, "n0", "j-0"}};
   Json failed = Json::parse(R"({"metadata": {"name": "j-0",
-      "labels": {"nvl72.dev/job": "j", "nvl72.dev/rank": "0"}}, "spec": {"nodeName": "n0"},
+      "labels": {"nvl72.dev/job": "j", "nvl72.dev/rank": "0"},
+      "annotations": {"nvl72.dev/node": "n0"}}, "spec": {"nodeName": "n0"},
       "status": {"phase": "Failed", "containerStatuses": [
         {"name": "trainer", "state": {"terminated": {"exitCode": 3, "message": "NCCL error"}}}]}})");
   Json status;
@@ -317,7 +347,8 @@ TEST(SummaryTest, ABoundPendingRankWithAWaitingContainerIsNamed) {
   p.domains = {"d"};
   p.ranks = {{0, "n0", "j-0"}};
   Json pod = Json::parse(R"({"metadata": {"name": "j-0",
-      "labels": {"nvl72.dev/job": "j", "nvl72.dev/rank": "0"}}, "spec": {"nodeName": "n0"},
+      "labels": {"nvl72.dev/job": "j", "nvl72.dev/rank": "0"},
+      "annotations": {"nvl72.dev/node": "n0"}}, "spec": {"nodeName": "n0"},
       "status": {"phase": "Pending", "containerStatuses": [
         {"name": "trainer", "state": {"waiting": {"reason": "ImagePullBackOff",
                                                    "message": "Back-off pulling image"}}}]}})");

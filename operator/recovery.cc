@@ -44,12 +44,6 @@ int Epoch(const Json& pod) {
   return ec == std::errc() ? v : 0;
 }
 
-std::string PlannedNodeOf(const Json& pod) {
-  auto ann = kube::Annotations(pod);
-  auto it = ann.find(Str(model::kNodeAnnotation));
-  return it == ann.end() ? "" : it->second;
-}
-
 std::string BoundNode(const Json& pod) {
   const Json& n = kube::AtPath(pod, "/spec/nodeName");
   return n.is_string() ? n.get<std::string>() : "";
@@ -239,12 +233,10 @@ namespace {
 void MarkPodsFailedByNode(std::vector<FailedRank>& failed, const model::JobPlacement& placement,
                           const std::vector<const Json*>& pods) {
   for (const Json* p : pods) {
-    int rank = -1;
-    if (!model::GangRankOf(*p, nullptr, &rank) || kube::IsBeingDeleted(*p)) continue;
-    const model::RankAssignment* a = placement.FindRank(rank);
-    if (a == nullptr || kube::Name(*p) != a->pod || PlannedNodeOf(*p) != a->node) continue;
+    const model::RankAssignment* a = model::CurrentRankOf(*p, placement);
+    if (a == nullptr || kube::IsBeingDeleted(*p)) continue;
     std::string why = PodFailedByNode(*p);
-    if (!why.empty()) MarkStopped(failed, {rank, a->node, NodeFailure::kPodFailedByNode, why});
+    if (!why.empty()) MarkStopped(failed, {a->rank, a->node, NodeFailure::kPodFailedByNode, why});
   }
 }
 
@@ -644,11 +636,8 @@ std::vector<const Json*> StaleRankPods(const model::JobSpec& spec, const Json& j
   const bool restart_gang = RestartsGang(spec);
   std::vector<const Json*> out;
   for (const Json* p : pods) {
-    int rank = -1;
-    if (!model::GangRankOf(*p, nullptr, &rank)) continue;
-    const model::RankAssignment* a = placement.FindRank(rank);
-    if (a == nullptr || kube::Name(*p) != a->pod || PlannedNodeOf(*p) != a->node ||
-        (restart_gang && Epoch(*p) < epoch)) {
+    if (!model::GangRankOf(*p, nullptr, nullptr)) continue;
+    if (model::CurrentRankOf(*p, placement) == nullptr || (restart_gang && Epoch(*p) < epoch)) {
       out.push_back(p);
     }
   }

@@ -9,13 +9,10 @@
 
 #include "common/numbers.h"
 #include "kube/object.h"
+#include "model/names.h"
 
 namespace nvl72::extender {
 namespace {
-
-constexpr std::string_view kJobLabel = "nvl72.dev/job";
-constexpr std::string_view kRankLabel = "nvl72.dev/rank";
-constexpr std::string_view kNodeAnnotation = "nvl72.dev/node";
 
 // ASCII bytes that stand for themselves inside a JSON string: one table load per byte instead of
 // three compares (node names are scanned and written ~10,000 times per filter + prioritize pair).
@@ -490,10 +487,10 @@ PodInfo PodInfoFromJsonChecked(const Json& pod, std::string_view gpu_resource, b
   info.ns = str(meta, "namespace");
   info.uid = str(meta, "uid");
   const Json& labels = obj(meta, "labels");
-  info.job = str(labels, std::string(kJobLabel).c_str());
-  if (std::string r = str(labels, std::string(kRankLabel).c_str()); !r.empty())
+  info.job = str(labels, std::string(model::kJobLabel).c_str());
+  if (std::string r = str(labels, std::string(model::kRankLabel).c_str()); !r.empty())
     info.rank = ParseRank(r);
-  info.planned_node = str(obj(meta, "annotations"), std::string(kNodeAnnotation).c_str());
+  info.planned_node = str(obj(meta, "annotations"), std::string(model::kNodeAnnotation).c_str());
   const Json& spec = obj(pod, "spec");
   info.node_name = str(spec, "nodeName");
   auto gpus_of = [&](const Json& list) {

@@ -111,6 +111,13 @@ ms_since() { echo $((($(now_ns) - $1) / 1000000)); }  # T_NS: ms since the now_n
 rack_of() { echo "${1%%-*}"; }                          # NODE (rack2-node07) -> rack2
 job_path() { echo "/apis/nvl72.dev/v1alpha1/namespaces/$ns/nvl72jobs/$1"; }  # NAME -> API path
 job_json() { api GET "$(job_path "$1")"; }                                # NAME -> the job, JSON
+# POD -> "nodeName phase deletionTimestamp uid" of pod POD of $ns; empty fields when it is absent.
+pod_line() {
+  api GET "/api/v1/namespaces/$ns/pods/$1" | jq -r 'if .kind == "Pod" then . else {} end |
+    [.spec.nodeName // "", .status.phase // "", .metadata.deletionTimestamp // "",
+     .metadata.uid // ""] | join(" ")'
+}
+pod_running_on() { [[ $(pod_line "$1") == "$2 Running  "* ]]; }  # POD NODE: Running, not deleting
 
 # Node faults the way they happen: a node's kubelet stops heartbeating (`scripts/local-cluster kubelet
 # stop`: its Lease is no longer renewed, kwok no longer runs it), and kube-controller-manager's node

@@ -78,11 +78,6 @@ all_running_on_plan() {
   local t; t=$(pods_table)
   [[ $(awk '$2 == $3 && $4 == "Running" && $5 == "live"' <<<"$t" | wc -l) == 16 && $(wc -l <<<"$t") == 16 ]]
 }
-pod_running_on() {  # POD NODE
-  local l; l=$(api GET "/api/v1/namespaces/$ns/pods/$1" |
-    jq -r '[.spec.nodeName // "", .status.phase // "", .metadata.deletionTimestamp // ""] | join(" ")')
-  [[ $l == "$2 Running " ]]
-}
 one_pod_per_rank() {
   local t; t=$(pods_table)
   [[ $(wc -l <<<"$t") == 16 && $(awk '{print $1}' <<<"$t" | sort -u | wc -l) == 16 ]]

@@ -81,8 +81,6 @@ all_running_on_plan() {
   local t; t=$(pods_table)
   [[ $(awk '$2 == $3 && $4 == "Running" && $5 == "live"' <<<"$t" | wc -l) == 16 && $(wc -l <<<"$t") == 16 ]]
 }
-pod_line() { api GET "/api/v1/namespaces/$ns/pods/$1" | jq -r '[.spec.nodeName // "", .status.phase // "", .metadata.deletionTimestamp // "", .metadata.uid // ""] | join(" ")'; }
-pod_running_on() { [[ $(pod_line "$1") == "$2 Running  "* ]]; }
 one_pod_per_rank() {
   local t; t=$(pods_table)
   [[ $(wc -l <<<"$t") == 16 && $(awk '{print $1}' <<<"$t" | sort -u | wc -l) == 16 ]]

@@ -117,10 +117,6 @@ running_on_plan() {
   planned=$(awk '{print $4}' <<<"$t" | sort)
   [[ $planned == "$(placed_nodes "$1")" ]]
 }
-pod_running_on() {  # POD NODE
-  [[ $(api GET "/api/v1/namespaces/$ns/pods/$1" |
-    jq -r '[.spec.nodeName // "", .status.phase // "", .metadata.deletionTimestamp // ""] | join(" ")') == "$2 Running " ]]
-}
 recovering_false() { [[ $(cond "$1" Recovering) == False* ]]; }
 summary() { pods_of "$1" | awk '{print $5 "/" $6 "/" ($3 == $4 ? "on-plan" : "off-plan")}' | sort | uniq -c | tr -s ' \n' ' '; }
 
