@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <mutex>
 #include <random>
@@ -104,7 +106,8 @@ class TimingClient : public kube::Client {
 double Pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * (v.size() - 1) + 0.5);
+  // p is in [0, 1], so the rank is non-negative and lround rounds it half up.
+  size_t i = static_cast<size_t>(std::lround(p * static_cast<double>(v.size() - 1)));
   return v[std::min(i, v.size() - 1)] * 1000.0;
 }
 
@@ -133,7 +136,8 @@ int Run(int argc, char** argv) {
             {{"name", name}, {"labels", {{"nvidia.com/gpu.clique", "uuid." + std::to_string(r)}}}}},
            {"spec", Json::object()},
            {"status",
-            {{"allocatable", {{"nvidia.com/gpu", "4"}}},
+            {{"allocatable",
+              {{"nvidia.com/gpu", "4"}, {"pods", "110"}, {"cpu", "144"}, {"memory", "1Ti"}}},
              {"conditions", {{{"type", "Ready"}, {"status", "True"}}}}}}});
     }
   }
@@ -181,6 +185,7 @@ int Run(int argc, char** argv) {
   std::mutex mu;
   std::vector<double> job_secs, job_own_secs, job_api_secs, pass_secs, pass_own_secs, decision_secs;
   std::vector<std::jthread> threads;
+  threads.reserve(static_cast<size_t>(std::max(workers, 0)));
   for (int w = 0; w < workers; ++w) {
     threads.emplace_back([&] {
       while (auto key = queue.Get()) {
@@ -283,4 +288,11 @@ int Run(int argc, char** argv) {
 }  // namespace
 }  // namespace nvl72::op
 
-int main(int argc, char** argv) { return nvl72::op::Run(argc, argv); }
+int main(int argc, char** argv) {
+  try {
+    return nvl72::op::Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fatal: %s\n", e.what());
+    return 1;
+  }
+}
