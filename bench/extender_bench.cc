@@ -47,7 +47,10 @@ World MakeWorld(int node_count, int extra_pods = 0) {
     if (base + 18 > node_count) break;
     if (r % 3 == 0) {
       std::vector<std::string> ranks;
-      for (int i = 0; i < 16; ++i) ranks.push_back(w.names[static_cast<size_t>(base + i)]);
+      ranks.reserve(16);
+      for (int i = 0; i < 16; ++i) {
+        ranks.push_back(w.names[static_cast<size_t>(base) + static_cast<size_t>(i)]);
+      }
       const std::string job = "gang-" + std::to_string(r);
       w.jobs.push_back(MakeJob("ml", job, 4, ranks, "rack-" + std::to_string(r)));
       for (int i = 0; i < 16; ++i) {
@@ -60,7 +63,7 @@ World MakeWorld(int node_count, int extra_pods = 0) {
         if (rng() % 3 != 0) continue;
         w.pods.push_back(MakePod("ml", "p-" + std::to_string(w.pods.size()),
                                  1 + static_cast<int>(rng() % 3),
-                                 w.names[static_cast<size_t>(base + i)]));
+                                 w.names[static_cast<size_t>(base) + static_cast<size_t>(i)]));
       }
     }
   }

@@ -183,7 +183,7 @@ void BM_WatchDecode(benchmark::State& state) {
     stream += Json{{"type", "MODIFIED"}, {"object", MakePod(i)}}.dump();
     stream += '\n';
   }
-  const size_t chunk = 16 * 1024;
+  const size_t chunk = size_t{16} * 1024;
   int64_t decoded = 0;
   for (auto _ : state) {
     JsonStreamDecoder d;

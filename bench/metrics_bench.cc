@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -103,8 +104,9 @@ BENCHMARK(BM_MetricsCollect)->Arg(1000)->Unit(benchmark::kMillisecond);
 double Pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
+  // p is in [0, 1], so the rank is non-negative and lround rounds it half up.
   return v[std::min(v.size() - 1,
-                    static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
+                    static_cast<size_t>(std::lround(p * static_cast<double>(v.size() - 1))))];
 }
 
 void BM_MetricsScrapeHttp(benchmark::State& state) {

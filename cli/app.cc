@@ -51,7 +51,7 @@ StatusOr<ClusterView> LoadView(kube::Client& client, const Options& options) {
   view_options.spare_reserve = options.spare_reserve;
   if (!options.domain_label.empty()) view_options.cluster.domain_label = options.domain_label;
   view_options.cluster.domain_label_fallback = options.domain_label_fallback;
-  return BuildView(std::move(*nodes), std::move(*pods), std::move(*jobs), view_options);
+  return BuildView(*nodes, std::move(*pods), std::move(*jobs), view_options);
 }
 
 bool ParseInt(const std::string& s, int* out) {

@@ -182,8 +182,8 @@ RanksByDomain GroupRanks(const ClusterView& view, const model::JobPlacement& pla
 
 }  // namespace
 
-ClusterView BuildView(std::vector<Json> nodes, std::vector<Json> pods, std::vector<Json> jobs,
-                      const ViewOptions& options) {
+ClusterView BuildView(const std::vector<Json>& nodes, std::vector<Json> pods,
+                      std::vector<Json> jobs, const ViewOptions& options) {
   ClusterView view;
   std::sort(jobs.begin(), jobs.end(),
             [](const Json& a, const Json& b) { return JobKey(a) < JobKey(b); });
@@ -414,7 +414,7 @@ std::string FreeBlocksLine(const placement::PlacementPolicy& policy,
                            const ClusterView& view, const DomainNamer& namer) {
   const std::vector<int> free = policy.FreeBlocks(snap, request);
   std::vector<std::pair<int, DomainId>> blocks;
-  for (size_t i = 0; i < free.size(); ++i) blocks.push_back({free[i], static_cast<DomainId>(i)});
+  for (size_t i = 0; i < free.size(); ++i) blocks.emplace_back(free[i], static_cast<DomainId>(i));
   std::sort(blocks.begin(), blocks.end(), [](auto& a, auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });
@@ -574,7 +574,7 @@ std::vector<std::string> DomainsOf(const placement::Snapshot& snap,
                                    const std::vector<NodeId>& nodes, const DomainNamer& namer) {
   std::vector<std::string> domains;
   for (NodeId id : nodes) {
-    std::string n = namer(snap.nodes[id].domain);
+    const std::string& n = namer(snap.nodes[id].domain);
     if (std::find(domains.begin(), domains.end(), n) == domains.end()) domains.push_back(n);
   }
   return domains;

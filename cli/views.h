@@ -42,8 +42,8 @@ struct ClusterView {
   std::string gpu_resource = std::string(model::kGpuResource);
 };
 
-ClusterView BuildView(std::vector<Json> nodes, std::vector<Json> pods, std::vector<Json> jobs,
-                      const ViewOptions& options);
+ClusterView BuildView(const std::vector<Json>& nodes, std::vector<Json> pods,
+                      std::vector<Json> jobs, const ViewOptions& options);
 
 // The glyph of node `id` (see the file comment). `designated_spare` is DesignatedSpares()[id].
 char NodeGlyph(const placement::Node& node, bool designated_spare);

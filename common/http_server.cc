@@ -609,7 +609,7 @@ void InstallErrorReplies(httplib::Server& http, const ErrorReply& reply) {
                               : "HTTP " + std::to_string(res.status));
   });
   http.set_exception_handler(
-      [reply](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      [reply](const httplib::Request&, httplib::Response& res, const std::exception_ptr& ep) {
         std::string what = "internal error";
         try {
           if (ep) std::rethrow_exception(ep);

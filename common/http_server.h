@@ -42,7 +42,6 @@
 namespace httplib {
 class Server;
 struct Request;
-struct Response;
 class ContentReader;
 }  // namespace httplib
 

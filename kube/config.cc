@@ -22,7 +22,7 @@ StatusOr<std::string> ReadFile(const std::string& path, const std::string& what)
   return ss.str();
 }
 
-std::string TrimSpace(std::string s) {
+std::string TrimSpace(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) return "";
   size_t e = s.find_last_not_of(" \t\r\n");

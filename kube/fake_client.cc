@@ -697,7 +697,7 @@ void FakeClient::ExpireWatches() {
   }
 }
 
-void FakeClient::CloseWatches(Status status) {
+void FakeClient::CloseWatches(const Status& status) {
   std::lock_guard<std::mutex> l(mu_);
   for (auto& w : watchers_) {
     w->closed = true;

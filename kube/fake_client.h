@@ -110,7 +110,7 @@ class FakeClient : public Client {
   void ExpireWatches();
   // Ends every open watch: `status` OK acts like a server-side timeout, an error like a broken
   // connection (Watch returns it).
-  void CloseWatches(Status status = Status::Ok());
+  void CloseWatches(const Status& status = Status::Ok());
   // Sends a BOOKMARK with the current resourceVersion to every open watch that asked for bookmarks.
   void SendBookmark();
   // Number of Watch() calls currently blocked delivering events.

@@ -7,7 +7,7 @@
 namespace nvl72::kube {
 namespace {
 
-Json ConfigMap(const std::string& name, std::map<std::string, std::string> labels = {}) {
+Json ConfigMap(const std::string& name, const std::map<std::string, std::string>& labels = {}) {
   Json cm = {{"metadata", {{"name", name}}}, {"data", {{"k", "v"}}}};
   if (!labels.empty()) cm["metadata"]["labels"] = labels;
   return cm;
@@ -227,7 +227,7 @@ struct Collector {
   std::stop_source stop;
   std::thread thread;
 
-  void Start(FakeClient& c, const ResourceRef& r, std::string ns, WatchOptions o) {
+  void Start(FakeClient& c, const ResourceRef& r, const std::string& ns, const WatchOptions& o) {
     thread = std::thread([&, r, ns, o] {
       result = c.Watch(
           r, ns, o,

@@ -626,7 +626,7 @@ class WatchStream {
   bool OnData(const char* data, size_t len) {
     if (stop_.stop_requested()) return false;
     if (http_status_ != 200) {
-      if (error_body_.size() < 64 * 1024) error_body_.append(data, len);
+      if (error_body_.size() < size_t{64} * 1024) error_body_.append(data, len);
       return true;
     }
     Status s = decoder_.Feed(std::string_view(data, len),

@@ -321,8 +321,8 @@ StatusOr<std::chrono::system_clock::time_point> ParseTime(std::string_view s) {
   if (pos < str.size() && (str[pos] == 'Z' || str[pos] == 'z')) {
     ++pos;
   } else if (pos + 6 == str.size() && (str[pos] == '+' || str[pos] == '-') && str[pos + 3] == ':') {
-    int oh = std::atoi(str.substr(pos + 1, 2).c_str());
-    int om = std::atoi(str.substr(pos + 4, 2).c_str());
+    const int64_t oh = std::atoi(str.substr(pos + 1, 2).c_str());
+    const int64_t om = std::atoi(str.substr(pos + 4, 2).c_str());
     offset_secs = (oh * 3600 + om * 60) * (str[pos] == '+' ? 1 : -1);
     pos += 6;
   } else {

@@ -109,7 +109,7 @@ TEST(ObjectTest, DropManagedFieldsRemovesBookkeepingOnly) {
       o,
       Json({{"metadata", {{"name", "a"}, {"resourceVersion", "3"}, {"annotations", annotations}}},
             {"spec", {{"x", 1}}}}));
-  for (Json j : {Json(), Json(1), Json::array(), Json{{"metadata", 2}}}) {
+  for (const Json& j : {Json(), Json(1), Json::array(), Json{{"metadata", 2}}}) {
     Json k = j;
     DropManagedFields(k);
     EXPECT_EQ(k, j);

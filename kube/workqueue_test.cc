@@ -115,6 +115,7 @@ TEST(WorkQueueTest, NeverTwoWorkersOnOneKey) {
   std::atomic<bool> overlap{false};
   std::atomic<int> processed{0};
   std::vector<std::thread> workers;
+  workers.reserve(4);
   for (int w = 0; w < 4; ++w) {
     workers.emplace_back([&] {
       while (auto key = q.Get()) {
@@ -194,6 +195,7 @@ TEST(WorkQueueTest, ShutDownWakesWorkersAndIgnoresAdds) {
   WorkQueue q(&clock);
   std::vector<std::thread> workers;
   std::atomic<int> ended{0};
+  workers.reserve(3);
   for (int i = 0; i < 3; ++i) {
     workers.emplace_back([&] {
       while (q.Get()) {

@@ -372,11 +372,12 @@ std::vector<std::pair<std::string, std::string>> StringMapAt(const Json& obj, co
   std::vector<std::pair<std::string, std::string>> out;
   const Json* map = ObjectAt(obj, key, path, p);
   if (map == nullptr) return out;
+  const std::string map_path = path + "." + key + ".";
   for (const auto& [k, v] : map->items()) {
     if (v.is_string()) {
       out.emplace_back(k, v.get<std::string>());
     } else {
-      p.Add(path + "." + key + "." + k, "must be a string");
+      p.Add(map_path + k, "must be a string");
     }
   }
   std::sort(out.begin(), out.end());
@@ -388,12 +389,13 @@ ResourceList ResourceListAt(const Json& obj, const char* key, const std::string&
   ResourceList out;
   const Json* map = ObjectAt(obj, key, path, p);
   if (map == nullptr) return out;
+  const std::string map_path = path + "." + key + ".";
   for (const auto& [name, quantity] : map->items()) {
     int64_t milli = 0;
     if (ParseMilliQuantity(quantity, &milli)) {
       Set(out, name, milli);
     } else {
-      p.Add(path + "." + key + "." + name, "must be a quantity");
+      p.Add(map_path + name, "must be a quantity");
     }
   }
   return out;

@@ -132,7 +132,7 @@ TEST(SlimTest, NodeKeepsWhatPlacementReadsAndDropsTheRest) {
 }
 
 TEST(SlimTest, MalformedObjectsAreLeftAlone) {
-  for (Json j : {Json(), Json(3), Json::array(), Json{{"spec", 1}, {"status", "x"}}}) {
+  for (const Json& j : {Json(), Json(3), Json::array(), Json{{"spec", 1}, {"status", "x"}}}) {
     Json p = j, n = j;
     SlimPod(p, Options());
     SlimNode(n, Options());

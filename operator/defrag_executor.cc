@@ -198,6 +198,7 @@ DefragDecision PlanDefragMoves(const placement::PlacementPolicy& policy,
   if (!BudgetAllowsPlan(jobs, options, now, last_plan, out)) return out;
   const RunningJobs running = CollectRunning(state, jobs, options, now);
   std::vector<placement::WaitingGang> gangs;
+  gangs.reserve(waiting.size());
   for (const DefragWaitingJob& w : waiting) gangs.push_back({w.spec->mode, w.request.TotalGpus()});
   const int free_gpus = placement::FreeSchedulableGpus(state.snapshot());
   std::string why_not = "no waiting Required gang has enough free GPUs in total";

@@ -40,7 +40,7 @@ class DefragTest : public test_fixtures::OperatorFixture {
     ASSERT_EQ(RackOf(PlacementOf("b").ranks[0].node), rack_p2_);
     ASSERT_NE(rack_p1_, rack_p2_);
     std::vector<std::string> gone = {"a"};
-    if (delete_b) gone.push_back("b");
+    if (delete_b) gone.emplace_back("b");
     for (const auto& name : gone) {
       ASSERT_TRUE(fake_.Delete(Nvl72JobsResource(), kNs, name).ok());
       Enqueue(std::string(kNs) + "/" + name);

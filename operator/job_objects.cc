@@ -232,7 +232,7 @@ std::string FailedPodDetail(const Json& pod) {
   if (!out.empty()) return out;
   const Json& st = kube::AtPath(pod, "/status");
   const std::string reason = st.is_object() ? st.value("reason", "") : "";
-  const std::string msg = st.is_object() ? st.value("message", "") : "";
+  std::string msg = st.is_object() ? st.value("message", "") : "";
   if (reason.empty()) return msg;
   return msg.empty() ? reason : reason + ": " + msg;
 }

@@ -46,7 +46,13 @@ namespace nvl72::op::internal {
 class LogMessage {
  public:
   explicit LogMessage(LogLevel level) : level_(level) {}
-  ~LogMessage() { LogLine(level_, stream_.str(), keys_); }
+  ~LogMessage() {
+    try {
+      LogLine(level_, stream_.str(), keys_);
+    } catch (...) {
+      // A lost log line is better than std::terminate from a throwing destructor.
+    }
+  }
   LogMessage(const LogMessage&) = delete;
   LogMessage& operator=(const LogMessage&) = delete;
 

@@ -187,6 +187,9 @@ int RunUntilSignal(Controller& controller, sigset_t sigs, HttpServer* health,
   if (!stop.stop_requested()) {
     // Lost leadership or a fatal error: wake the signal thread so it can be joined.
     stop.request_stop();
+    // SIGTERM is blocked in every thread (BlockShutdownSignals): it kills nothing, it only ends
+    // the signal thread's sigwait.
+    // NOLINTNEXTLINE(bugprone-bad-signal-to-kill-thread)
     pthread_kill(signal_thread.native_handle(), SIGTERM);
   }
   if (health != nullptr) health->Stop();

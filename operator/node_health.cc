@@ -17,7 +17,7 @@ std::string PodFailedByNode(const nlohmann::json& pod) {
   if (!pod.is_object() || !pod.contains("status")) return "";
   const nlohmann::json& status = pod["status"];
   if (StringAt(status, "phase") != "Failed") return "";
-  const std::string reason = StringAt(status, "reason");
+  std::string reason = StringAt(status, "reason");
   static constexpr std::string_view kNodeReasons[] = {"NodeLost",
                                                       "Evicted",
                                                       "NodeShutdown",

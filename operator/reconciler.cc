@@ -378,6 +378,7 @@ void Reconciler::CommitAdmission(model::ClusterState& state, const Pending& p,
 void Reconciler::Defragment(const model::ClusterState& state, const std::vector<ObjectPtr>& jobs,
                             std::chrono::system_clock::time_point now, AdmissionPass* pass) {
   std::vector<const Json*> job_ptrs;
+  job_ptrs.reserve(jobs.size());
   for (const auto& j : jobs) job_ptrs.push_back(j.get());
   auto decision = defrag_->Run(state, pass->still_waiting, job_ptrs, now);
   if (!decision.ok()) {
@@ -589,6 +590,7 @@ void Reconciler::RememberRejection(const Json& job, const std::string& rejected)
 StatusOr<bool> Reconciler::CheckRefusedRanks(const Json& job, const model::JobPlacement& placement,
                                              const std::vector<ObjectPtr>& pods) {
   std::vector<const Json*> pod_ptrs;
+  pod_ptrs.reserve(pods.size());
   for (const auto& p : pods) pod_ptrs.push_back(p.get());
   SafetyNetDecision d =
       DecideSafetyNet(job, placement, pod_ptrs, options_.safety_net, wall_clock_());
@@ -719,6 +721,7 @@ Status Reconciler::UpdatePodStatus(const std::string& key, const Json& job,
   auto stored = model::PlacementOf(job);
   if (!stored.ok() || !stored->has_value()) return Status::Ok();
   std::vector<const Json*> pod_ptrs;
+  pod_ptrs.reserve(pods.size());
   for (const auto& p : pods) pod_ptrs.push_back(p.get());
   PodSummary summary = SummarizePods(placement, pod_ptrs);
   summary.rejected = rejected;

@@ -174,7 +174,8 @@ placement::GangPlacement CurrentPlacement(const model::ClusterState& state,
   placement::GangPlacement g;
   int max_rank = -1;
   for (const auto& r : p.ranks) max_rank = std::max(max_rank, r.rank);
-  g.rank_nodes.assign(static_cast<size_t>(max_rank + 1), placement::kNoNode);
+  const int rank_count = max_rank + 1;
+  g.rank_nodes.assign(static_cast<size_t>(rank_count), placement::kNoNode);
   for (const auto& r : p.ranks) {
     std::string now_in;
     if (LeftDomain(state, p, spec, r, &now_in)) continue;
@@ -296,6 +297,7 @@ std::string DescribeFailedRanks(const std::vector<FailedRank>& failed) {
 
 std::vector<int> RanksOf(const std::vector<FailedRank>& failed) {
   std::vector<int> ranks;
+  ranks.reserve(failed.size());
   for (const auto& f : failed) ranks.push_back(f.rank);
   return ranks;
 }

@@ -453,7 +453,7 @@ TEST_F(RecoveryTest, PreemptionByTheSchedulerIsNotANodeFailure) {
 // The two spares of the job's rack hold ordinary pods, so a failed rank has nowhere to go in its
 // domain. Returns the job's rack.
 std::string FillSpares(RecoveryTest& t, const model::JobPlacement& p) {
-  const std::string rack = t.RackOf(p.ranks[0].node);
+  std::string rack = t.RackOf(p.ranks[0].node);
   for (int i = 0; i < 18; ++i) {
     const std::string n = NodeName(rack.back() - '0', i);
     bool in_gang = false;

@@ -81,7 +81,7 @@ class OperatorFixture : public ::testing::Test {
         &fake_, store_.get(), nullptr, &metrics_, [this](const std::string& key) { Enqueue(key); },
         options_, [this] { return now_; });
     reconciler_->defrag()->SetMoveHook(
-        [this](std::string_view result) { moves_.push_back(std::string(result)); });
+        [this](std::string_view result) { moves_.emplace_back(result); });
     reconciler_->SetEnqueueAfter(
         [this](const std::string& key, std::chrono::milliseconds d) { RecordDelay(key, d); });
   }

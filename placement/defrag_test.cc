@@ -22,7 +22,7 @@ struct TwoRacks {
     for (int i = 0; i < 8; ++i) {
       s.nodes[static_cast<size_t>(i)].gpu_used = 4;
       a.gpus_on_node.emplace_back(i, 4);
-      s.nodes[static_cast<size_t>(18 + i)].gpu_used = 4;
+      s.nodes[18 + static_cast<size_t>(i)].gpu_used = 4;
       b.gpus_on_node.emplace_back(18 + i, 4);
     }
     // b is a little smaller in GPUs so the planner prefers moving it on a tie of move count.
@@ -201,6 +201,7 @@ TEST(DefragRulesTest, CooldownExcludesRecentlyMovedPreemptibleJobs) {
   const std::optional<double> earliest = SelectDefragCandidates(jobs, last_moves, 1000.0, 600.0);
   EXPECT_EQ(earliest, std::optional<double>(1050.0));
   std::vector<bool> preemptible;
+  preemptible.reserve(jobs.size());
   for (const RunningJob& j : jobs) preemptible.push_back(j.preemptible);
   EXPECT_EQ(preemptible, (std::vector<bool>{true, false, false, false, true, true}));
 }

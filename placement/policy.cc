@@ -47,7 +47,8 @@ std::string Plural(int n, const char* word) {
 // ---------------------------------------------------------------------------------------------
 // Topology-blind policies: a ranked list of nodes, ranks take the first usable ones.
 
-GangDecision PlaceInOrder(const Snapshot& s, const GangRequest& r, std::vector<NodeId> order) {
+GangDecision PlaceInOrder(const Snapshot& s, const GangRequest& r,
+                          const std::vector<NodeId>& order) {
   GangDecision d;
   for (NodeId id : order) {
     if (static_cast<int>(d.placement.rank_nodes.size()) == r.replicas) break;
@@ -76,7 +77,7 @@ class SpreadPolicy final : public PlacementPolicy {
     std::stable_sort(order.begin(), order.end(), [&](NodeId a, NodeId b) {
       return s.nodes[Idx(a)].FreeGpus() > s.nodes[Idx(b)].FreeGpus();
     });
-    return PlaceInOrder(s, r, std::move(order));
+    return PlaceInOrder(s, r, order);
   }
 
   // LeastAllocated: the emptier the node after placement, the better.
@@ -98,7 +99,7 @@ class FirstFitPolicy final : public PlacementPolicy {
       return {false, {}, "invalid request: " + err};
     std::vector<NodeId> order(s.nodes.size());
     std::iota(order.begin(), order.end(), 0);
-    return PlaceInOrder(s, r, std::move(order));
+    return PlaceInOrder(s, r, order);
   }
 
   void ScorePods(const Snapshot& s, int gpus, std::span<const NodeId> nodes,

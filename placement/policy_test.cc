@@ -359,7 +359,7 @@ TEST(GangPlacementTest, ThousandDomainsPicksTheOnlyTightFit) {
   Snapshot s;
   for (int i = 0; i < 1000; ++i) s.AddDomain("d" + std::to_string(i), 18, 4);
   // Every domain is empty except d737, which has exactly 10 free nodes after its spares.
-  for (int n = 0; n < 6; ++n) s.nodes[static_cast<size_t>(737 * 18 + n)].gpu_used = 4;
+  for (int n = 0; n < 6; ++n) s.nodes[size_t{737} * 18 + static_cast<size_t>(n)].gpu_used = 4;
   auto p = MakePolicy("nvl72", {2});
   GangDecision d = p->PlaceGang(s, Gang(10));
   ASSERT_TRUE(d.placed) << d.reason;
@@ -583,6 +583,7 @@ TEST(PodScoreTest, Nvl72PrefersTheFirstOfUntouchedDomains) {
   Snapshot s = ParseTopology("a: 4 4 4 4 . .\nb: . . . . . .\nc: . . . . . .");
   auto p = MakePolicy("nvl72", {2});
   std::vector<NodeId> nodes;
+  nodes.reserve(s.nodes.size());
   for (NodeId id = 0; id < static_cast<NodeId>(s.nodes.size()); ++id) nodes.push_back(id);
   std::vector<int64_t> scores(nodes.size());
   p->ScorePods(s, 1, nodes, scores);

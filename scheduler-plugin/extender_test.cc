@@ -150,7 +150,7 @@ TEST_F(ExtenderTest, NameResolutionIsRememberedPerView) {
 TEST_F(ExtenderTest, GpuPodKeptOffReservedAndSpareNodes) {
   auto a = Args(MakePod("ml", "one", 1));
   std::vector<std::string> names = a.node_names();
-  names.push_back("cpu-only");  // not a GPU node we know: no opinion
+  names.emplace_back("cpu-only");  // not a GPU node we know: no opinion
   a.SetNodeNames(std::move(names));
   FilterDecision d = ext_->Filter(*view_, a);
   auto failed = Failed(a, d);
@@ -204,7 +204,8 @@ TEST(RankNormalizeTest, KeepsOrderAcrossTiers) {
   EXPECT_EQ(RankNormalizeScores(std::vector<int64_t>{-1}), (std::vector<int>{0}));
   // More distinct values than levels: still monotone, still 1..10.
   std::vector<int64_t> many;
-  for (int i = 0; i < 100; ++i) many.push_back(i * i);
+  many.reserve(100);
+  for (int i = 0; i < 100; ++i) many.push_back(static_cast<int64_t>(i) * i);
   const auto s = RankNormalizeScores(many);
   EXPECT_EQ(s.front(), 1);
   EXPECT_EQ(s.back(), 10);
@@ -299,6 +300,7 @@ TEST_F(ExtenderTest, PreemptNeverBreaksARunningGang) {
                {"r000-n02", {{"uid-ml-small"}, 1}}};  // an ordinary pod
   auto out = ext_->Preempt(*view_, a);
   std::vector<std::string> nodes;
+  nodes.reserve(out.size());
   for (const auto& [n, v] : out) nodes.push_back(n);
   // r000-n00 and r001-n00 are also reserved by gangs: the filter keeps this pod off them anyway.
   EXPECT_EQ(nodes, std::vector<std::string>{"r000-n02"});

@@ -65,7 +65,7 @@ inline Json MakeJob(const std::string& ns, const std::string& name, int gpus_per
 // `racks` racks of `nodes_per_rack` nodes named "r<rack>-n<i>" (zero-padded), clique "rack-<rack>".
 inline std::vector<Json> MakeRacks(int racks, int nodes_per_rack, int gpus = 4) {
   std::vector<Json> out;
-  out.reserve(static_cast<size_t>(racks * nodes_per_rack));
+  out.reserve(static_cast<size_t>(racks) * static_cast<size_t>(nodes_per_rack));
   char buf[64];
   for (int r = 0; r < racks; ++r) {
     for (int i = 0; i < nodes_per_rack; ++i) {

@@ -2,6 +2,7 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <exception>
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -51,7 +52,7 @@ void Log(int level, const std::string& msg, const LogKeys& keys = {}) {
     return;
   }
   std::string line = msg;
-  for (const auto& [k, v] : keys) line += " " + k + "=" + v;
+  for (const auto& [k, v] : keys) line.append(" ").append(k).append("=").append(v);
   std::fprintf(stderr, "%s %s nvl72-extender: %s\n", buf, kNames[level], line.c_str());
 }
 
@@ -228,12 +229,7 @@ int Serve(const Flags& flags, const kube::Config& config, Extender* extender,
   return 0;
 }
 
-}  // namespace
-}  // namespace nvl72::extender
-
-int main(int argc, char** argv) {
-  using namespace nvl72;
-  using namespace nvl72::extender;
+int Main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   Flags flags;
   if (std::optional<int> done = ParseFlagsAndSetUpLogging(args, &flags)) return *done;
@@ -249,4 +245,16 @@ int main(int argc, char** argv) {
   ClusterCacheOptions cache_options = MakeCacheOptions(flags);
   DisableJobsIfCrdMissing(client.get(), &cache_options);
   return Serve(flags, config, extender->get(), client.get(), cache_options, sigs);
+}
+
+}  // namespace
+}  // namespace nvl72::extender
+
+int main(int argc, char** argv) {
+  try {
+    return nvl72::extender::Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "nvl72-extender: fatal: " << e.what() << "\n";
+    return 1;
+  }
 }

@@ -87,7 +87,7 @@ void Server::Routes() {
         break;
     }
     res.status = r.code;
-    res.set_content(std::move(r.body), kJson);
+    res.set_content(r.body, kJson);
     if (metrics_ != nullptr) {
       metrics_->ObserveRequest(
           verb, r.code,

@@ -265,7 +265,7 @@ TEST_F(ServerTest, StalledBodyGets408AfterTheReadTimeout) {
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   std::string reply;
   char buf[512];
-  while (reply.find("}") == std::string::npos) {
+  while (reply.find('}') == std::string::npos) {
     const ssize_t n = read(fd, buf, sizeof buf);
     if (n <= 0) break;
     reply.append(buf, static_cast<size_t>(n));
@@ -354,6 +354,7 @@ TEST_F(ServerTest, ConcurrentClients) {
   StartServer(o);
   std::vector<std::thread> threads;
   std::atomic<int> ok{0};
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&] {
       httplib::Client cli("127.0.0.1", server_->port());
@@ -438,7 +439,7 @@ Pem MakeCert(const std::string& cn, const Pem* issuer, bool ca) {
 }
 
 std::string WriteTemp(const std::string& dir, const std::string& name, const std::string& data) {
-  const std::string path = dir + "/" + name;
+  std::string path = dir + "/" + name;
   std::ofstream(path) << data;
   return path;
 }

@@ -130,8 +130,11 @@ TEST(WireTest, NodeNamesMustBeValidUtf8) {
                                              "0-n02"),
                                  std::string("\xC0\xAF"), std::string("\xED\xA0\x80"),
                                  std::string("\xF4\x90\x80\x80"), std::string("ab\x80")}) {
-    auto args = ParseExtenderArgs(R"({"Pod":)" + pod + R"(,"NodeNames":[")" + bad + R"("]})",
-                                  "nvidia.com/gpu");
+    std::string body = R"({"Pod":)" + pod;
+    body += R"(,"NodeNames":[")";
+    body += bad;
+    body += R"("]})";
+    auto args = ParseExtenderArgs(body, "nvidia.com/gpu");
     EXPECT_FALSE(args.ok()) << "accepted invalid UTF-8 in a node name";
   }
   const std::string good = "n\xC3\xA9-\xE2\x82\xAC-\xF0\x9F\x9A\x80";  // é, €, a 4-byte code point
@@ -302,9 +305,12 @@ TEST(WireTest, PreemptionArgsBothFormsAndResult) {
 }
 
 TEST(WireTest, JsonStringEscaping) {
+  using namespace std::string_literals;
+  // 8 bytes, the last two a control character and a NUL.
+  const std::string raw = "a\"b\\c\n\x01\0"s;
   std::string out;
-  AppendJsonString(out, std::string("a\"b\\c\n\x01", 8));
-  EXPECT_EQ(Json::parse(out).get<std::string>(), std::string("a\"b\\c\n\x01", 8));
+  AppendJsonString(out, raw);
+  EXPECT_EQ(Json::parse(out).get<std::string>(), raw);
   EXPECT_EQ(Json::parse(ErrorBody("x\ty")).at("Error"), "x\ty");
 }
 

@@ -332,7 +332,7 @@ TEST_F(KubeIntegrationTest, WatchSeesEveryChangeInOrder) {
       continue;
     }
     ASSERT_TRUE(r.ok()) << r.status();
-    expected.push_back(type + " " + name + " " + ResourceVersion(*r));
+    expected.emplace_back(type).append(" ").append(name).append(" ").append(ResourceVersion(*r));
   }
   ASSERT_TRUE(Eventually(
       [&] {
@@ -557,6 +557,7 @@ TEST_F(KubeIntegrationTest, LeaseFailoverBetweenTwoProcesses) {
     const std::string file = std::string(dir) + "/" + id;
     std::vector<std::string> args = {NVL72_LEASE_CANDIDATE, kubeconfig_, ns_, lease, id, file};
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     pid_t pid = -1;
