@@ -317,6 +317,33 @@ TEST(SyncRecoveringStateTest, StateFollowsTheRecoveringCondition) {
   EXPECT_FALSE(SyncRecoveringState(status)) << "an ended job stays ended";
 }
 
+// Issue 27 case 9 through the status the reconciler writes: while a recovery is on (Recovering
+// True), state is Recovering even when every pod of the placement runs, so the printer column and
+// `kubectl nvl72 jobs` agree with the conditions; once it ends, state follows the pods again.
+TEST(ApplyPlacedStatusTest, StateIsRecoveringWhileTheRecoveringConditionIsTrue) {
+  const auto now = std::chrono::system_clock::now();
+  model::JobPlacement p;
+  p.domains = {"d"};
+  p.ranks = {{0, "n0", "j-0"}, {1, "n1", "j-1"}};
+  auto running = [](int rank, const std::string& node) {
+    return Json{{"metadata",
+                 {{"name", "j-" + std::to_string(rank)},
+                  {"labels", {{"nvl72.dev/job", "j"}, {"nvl72.dev/rank", std::to_string(rank)}}},
+                  {"annotations", {{"nvl72.dev/node", node}}}}},
+                {"spec", {{"nodeName", node}}},
+                {"status", {{"phase", "Running"}}}};
+  };
+  const Json r0 = running(0, "n0");
+  const Json r1 = running(1, "n1");
+  Json status = {{"state", "Running"}};
+  SetCondition(status, model::kConditionRecovering, "True", "ReplacingRanks", "rank 1", 1, now);
+  ApplyPlacedStatus(status, p, SummarizePods(p, {&r0, &r1}), 1, now);
+  EXPECT_EQ(status["state"], "Recovering") << status.dump();
+  SetCondition(status, model::kConditionRecovering, "False", "Recovered", "done", 1, now);
+  ApplyPlacedStatus(status, p, SummarizePods(p, {&r0, &r1}), 1, now);
+  EXPECT_EQ(status["state"], "Running") << status.dump();
+}
+
 // The Running condition says why not every rank runs, most specific cause first.
 TEST(NotRunningReasonTest, MostSpecificCauseFirst) {
   PodSummary s;

@@ -91,6 +91,20 @@ TEST(MetricsTest, LabelledSeriesExistFromTheStartWithZero) {
   EXPECT_EQ(Sample(t, "nvl72_operator_workqueue_retries_total"), 0);
 }
 
+// nvl72_operator_stuck_jobs{reason}: the count of the last collection per reason; a reason no job
+// is stuck for any more drops to 0 (the NVL72JobsStuck alert must resolve).
+TEST(MetricsTest, StuckJobsCountTheLastCollectionByReason) {
+  Metrics m;
+  m.SetStuckJobs({{"PodRejected", 2}, {"RankPending", 1}});
+  std::string t = m.Serialize();
+  EXPECT_EQ(Sample(t, "nvl72_operator_stuck_jobs{reason=\"PodRejected\"}"), 2) << t;
+  EXPECT_EQ(Sample(t, "nvl72_operator_stuck_jobs{reason=\"RankPending\"}"), 1);
+  m.SetStuckJobs({{"PodRejected", 1}});
+  t = m.Serialize();
+  EXPECT_EQ(Sample(t, "nvl72_operator_stuck_jobs{reason=\"PodRejected\"}"), 1);
+  EXPECT_EQ(Sample(t, "nvl72_operator_stuck_jobs{reason=\"RankPending\"}"), 0);
+}
+
 TEST(MetricsTest, DomainSeriesFollowTheSnapshot) {
   placement::Snapshot snap;
   placement::DomainId a = snap.AddDomain("rack-a", 18, 4);
