@@ -15,6 +15,11 @@
 #     kube-scheduler refuse a rank on its planned node; after --unschedulable-replan-seconds the
 #     operator releases the gang and plans it again without that node, and the gang runs.
 #     RESULT: job created -> all ranks Running.
+#  6. rank pods the API server rejects (a missing PriorityClass: 403; a container name and memory
+#     limit it refuses: 422): Placed False PodRejected quoting the API server, a PodRejected event,
+#     the operator's log names it, and past the stuck bound a Stuck event and
+#     nvl72_operator_stuck_jobs{reason="PodRejected"}; e2e_end's stuck check then sees both stuck
+#     with a reason.
 #   tests/e2e/constraints_e2e_test.sh OPERATOR EXTENDER KUBECTL_NVL72
 # Env: NVL72_CLUSTER_STATE=DIR reuses a running 4-rack cluster.
 set -euo pipefail
@@ -181,5 +186,49 @@ ev=$(kc -n "$ns" get events.events.k8s.io -o jsonpath='{range .items[?(@.reason=
 grep -q "^sn: .*${pool[0]}" <<<"$ev" && ok "event RankUnschedulable: $(head -1 <<<"$ev")" || fail "events: $ev"
 metric=$(curl -s "http://127.0.0.1:$op_metrics_port/metrics" | awk '/^nvl72_operator_replans_total /{print $2}')
 [[ $metric == 1 ]] && ok "nvl72_operator_replans_total 1" || fail "nvl72_operator_replans_total '$metric'"
+
+log "6. rank pods the API server rejects (issue 27 case 1): no such PriorityClass (403), an invalid container (422)"
+job rej-prio 1 4 "" "$tolerate_team_a
+      priorityClassName: does-not-exist"
+kc -n "$ns" apply -f - >/dev/null <<EOF
+apiVersion: nvl72.dev/v1alpha1
+kind: NVL72Job
+metadata: {name: rej-inv}
+spec:
+  replicas: 1
+  gpusPerReplica: 4
+  template:
+    spec:
+$tolerate_team_a
+      containers:
+      - {name: Trainer_Main, image: busybox, resources: {requests: {memory: 2Gi}, limits: {memory: 1Gi}}}
+EOF
+placed() { job_json "$1" | jq -r '(.status.conditions // [])[] | select(.type == "Placed") | "\(.reason): \(.message)"'; }
+rejected_with() { [[ $(placed "$1") == "PodRejected: "*"$2"* ]]; }
+events_of() {  # REASON JOB: the notes of the job's events with that reason
+  kc -n "$ns" get events.events.k8s.io -o json |
+    jq -r --arg r "$1" --arg j "$2" '.items[] | select(.reason == $r and .regarding.name == $j) | .note'
+}
+for j in "rej-prio does-not-exist" "rej-inv Trainer_Main"; do
+  read -r name want <<<"$j"
+  if wait_until 60 rejected_with "$name" "$want"; then
+    ok "$name: Placed False $(placed "$name" | cut -c1-200)"
+  else
+    fail "$name: Placed '$(placed "$name")'"
+  fi
+  [[ -n $(events_of PodRejected "$name") ]] && ok "$name: event PodRejected" || fail "$name: no PodRejected event"
+  grep -q "$ns/$name.*$want" "$workdir/operator.log" && ok "$name: the operator's log names the rejection" ||
+    fail "$name: the operator's log does not name the rejection"
+done
+stuck_evented() { [[ -n $(events_of Stuck rej-prio) && -n $(events_of Stuck rej-inv) ]]; }
+if wait_until $((op_stuck_seconds + 60)) stuck_evented; then
+  ok "both get a Stuck event past the ${op_stuck_seconds}s bound: $(events_of Stuck rej-prio | head -1 | cut -c1-160)"
+else
+  fail "Stuck events: rej-prio '$(events_of Stuck rej-prio)' rej-inv '$(events_of Stuck rej-inv)'"
+fi
+metric=$(curl -s "http://127.0.0.1:$op_metrics_port/metrics" |
+  awk '/^nvl72_operator_stuck_jobs\{reason="PodRejected"\}/ {print $2}')
+[[ $metric == 2 ]] && ok "nvl72_operator_stuck_jobs{reason=\"PodRejected\"} 2" ||
+  fail "nvl72_operator_stuck_jobs{reason=\"PodRejected\"} '$metric'"
 
 e2e_end
