@@ -199,6 +199,9 @@ ClusterView BuildView(const std::vector<Json>& nodes, std::vector<Json> pods,
 char NodeGlyph(const placement::Node& node, bool designated_spare) {
   if (!node.Schedulable()) return 'X';
   if (node.gang_reserved) return '#';
+  // Lost GPUs (allocatable below capacity or below the domain's fullest node): schedulable, but
+  // never a spare or part of a free block (model/cluster_state.h).
+  if (node.degraded) return 'd';
   if (designated_spare) return 's';
   if (node.gpu_used > 0) return '+';
   return '.';
@@ -314,7 +317,7 @@ std::string RenderRacks(const ClusterView& view, std::string_view current_namesp
       << ", fragmentation " << frag << ", "
       << Plural(static_cast<int>(view.state.reservations().size()), "job") << " holding GPUs\n";
   out << "# gang rank  + used by other pods  . free  s spare (" << view.spares_per_domain
-      << " held back per domain)  X failed / cordoned / tainted\n";
+      << " held back per domain)  d lost GPUs  X failed / cordoned / tainted\n";
   return out.str();
 }
 

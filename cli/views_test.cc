@@ -28,6 +28,8 @@ TEST(NodeGlyphTest, OneCharacterPerNodeState) {
   for (const auto& n : s.nodes) row += NodeGlyph(n, false);
   EXPECT_EQ(row, ".+#XXX.");
   EXPECT_EQ(NodeGlyph(s.nodes[0], true), 's');
+  s.nodes[0].degraded = true;  // lost GPUs: never shown as a spare
+  EXPECT_EQ(NodeGlyph(s.nodes[0], true), 'd');
   // A failed node is shown failed even if a gang or the spare reserve would claim it.
   EXPECT_EQ(NodeGlyph(s.nodes[3], true), 'X');
 }
@@ -79,7 +81,22 @@ TEST(RenderRacksTest, RackMap) {
             "2 domains, 11/12 nodes healthy, 30/48 GPUs free, largest gang that fits: 3 nodes, "
             "fragmentation 0.00, 1 job holding GPUs\n"
             "# gang rank  + used by other pods  . free  s spare (2 held back per domain)  "
-            "X failed / cordoned / tainted\n");
+            "d lost GPUs  X failed / cordoned / tainted\n");
+}
+
+// A node that lost GPUs (the device plugin dropped 2 of 4 from allocatable) is marked 'd': it is
+// neither free for a gang nor a spare, although it still takes pods (found trying the map by hand:
+// it showed as '.', free).
+TEST(RenderRacksTest, ANodeThatLostGpusIsMarkedAndIsNoSpare) {
+  Fixture f;
+  for (auto& n : f.nodes) {
+    if (n["metadata"]["name"] != "r1-n4") continue;
+    n["status"]["allocatable"]["nvidia.com/gpu"] = "2";
+    n["status"]["capacity"]["nvidia.com/gpu"] = "4";
+  }
+  const std::string out = RenderRacks(BuildView(f.nodes, f.pods, f.jobs, {}), "default");
+  // The spares move to the next empty nodes, r1-n2 and r1-n3.
+  EXPECT_NE(out.find("1       ..ssdX  5/6      0     2"), std::string::npos) << out;
 }
 
 TEST(RenderRacksTest, JobsOfOtherNamespacesAreQualifiedAndSparesFollowTheFlag) {
