@@ -205,10 +205,6 @@ $tolerate_team_a
 EOF
 placed() { job_json "$1" | jq -r '(.status.conditions // [])[] | select(.type == "Placed") | "\(.reason): \(.message)"'; }
 rejected_with() { [[ $(placed "$1") == "PodRejected: "*"$2"* ]]; }
-events_of() {  # REASON JOB: the notes of the job's events with that reason
-  kc -n "$ns" get events.events.k8s.io -o json |
-    jq -r --arg r "$1" --arg j "$2" '.items[] | select(.reason == $r and .regarding.name == $j) | .note'
-}
 for j in "rej-prio does-not-exist" "rej-inv Trainer_Main"; do
   read -r name want <<<"$j"
   if wait_until 60 rejected_with "$name" "$want"; then
@@ -216,15 +212,15 @@ for j in "rej-prio does-not-exist" "rej-inv Trainer_Main"; do
   else
     fail "$name: Placed '$(placed "$name")'"
   fi
-  [[ -n $(events_of PodRejected "$name") ]] && ok "$name: event PodRejected" || fail "$name: no PodRejected event"
+  [[ -n $(event_notes "$ns" PodRejected "$name") ]] && ok "$name: event PodRejected" || fail "$name: no PodRejected event"
   grep -q "$ns/$name.*$want" "$workdir/operator.log" && ok "$name: the operator's log names the rejection" ||
     fail "$name: the operator's log does not name the rejection"
 done
-stuck_evented() { [[ -n $(events_of Stuck rej-prio) && -n $(events_of Stuck rej-inv) ]]; }
+stuck_evented() { [[ -n $(event_notes "$ns" Stuck rej-prio) && -n $(event_notes "$ns" Stuck rej-inv) ]]; }
 if wait_until $((op_stuck_seconds + 60)) stuck_evented; then
-  ok "both get a Stuck event past the ${op_stuck_seconds}s bound: $(events_of Stuck rej-prio | head -1 | cut -c1-160)"
+  ok "both get a Stuck event past the ${op_stuck_seconds}s bound: $(event_notes "$ns" Stuck rej-prio | head -1 | cut -c1-160)"
 else
-  fail "Stuck events: rej-prio '$(events_of Stuck rej-prio)' rej-inv '$(events_of Stuck rej-inv)'"
+  fail "Stuck events: rej-prio '$(event_notes "$ns" Stuck rej-prio)' rej-inv '$(event_notes "$ns" Stuck rej-inv)'"
 fi
 metric=$(curl -s "http://127.0.0.1:$op_metrics_port/metrics" |
   awk '/^nvl72_operator_stuck_jobs\{reason="PodRejected"\}/ {print $2}')

@@ -234,6 +234,12 @@ e2e_stuck_jobs() {
       | "\(.metadata.name) \(if $r == null or ($r.reason // "") == "" then "-" else $r.reason end) \($age)"' <<<"$list"
 }
 
+# event_notes NS REASON NAME: the notes of the events (events.k8s.io) of object NAME with REASON.
+event_notes() {
+  api GET "/apis/events.k8s.io/v1/namespaces/$1/events" |
+    jq -r --arg r "$2" --arg n "$3" '.items[] | select(.reason == $r and .regarding.name == $n) | .note'
+}
+
 # e2e_check_no_silent_stuck [NS]: no job of NS (default $ns) is stuck without a reason: each job whose
 # ranks have not all run for the operator's stuck bound has a Running condition with a reason, and
 # (when start_operator set the bound) the operator's Warning event "Stuck" a little after the bound.
@@ -252,8 +258,7 @@ e2e_check_no_silent_stuck() {
       continue
     fi
     ((age >= bound + 15)) && [[ -n ${op_stuck_seconds:-} ]] || continue
-    notes=$(api GET "/apis/events.k8s.io/v1/namespaces/$ns/events" |
-      jq -r --arg n "$name" '.items[] | select(.reason == "Stuck" and .regarding.name == $n) | .note')
+    notes=$(event_notes "$ns" Stuck "$name")
     [[ -n $notes ]] || fail "stuck-check: $ns/$name stuck for ${age}s ($reason) without a Stuck event"
   done < <(e2e_stuck_jobs "$ns" "$bound")
   ok "stuck-check: $n job(s) of $ns past the ${bound}s stuck bound, each with a reason"
