@@ -106,7 +106,7 @@ void SlimPod(Json& pod, const ClusterOptions& /*options*/) {
   KeepOwnAnnotations(pod);
   if (auto spec = pod.find("spec"); spec != pod.end() && spec->is_object()) {
     KeepOnly(*spec, {"nodeName", "schedulerName", "priority", "terminationGracePeriodSeconds",
-                     "containers", "initContainers", "overhead"});
+                     "containers", "initContainers", "overhead", "schedulingGroup"});
     SlimContainers(*spec, "containers");
     SlimContainers(*spec, "initContainers");
   }

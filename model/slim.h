@@ -16,7 +16,8 @@ namespace nvl72::model {
 
 // Keeps metadata.name, namespace, uid, resourceVersion, deletionTimestamp,
 // deletionGracePeriodSeconds, the nvl72.dev/ labels and annotations; spec.nodeName,
-// schedulerName, priority, terminationGracePeriodSeconds, overhead; of each container and init
+// schedulerName, priority, terminationGracePeriodSeconds, overhead, schedulingGroup (the PodGroup a
+// rank pod joined: operator/pod_groups.h); of each container and init
 // container name, restartPolicy and the requests / limits of every resource (a node's use counts
 // them all); status.phase, reason, nominatedNodeName and the DisruptionTarget and PodScheduled
 // conditions. Pods are never written back from a cache.

@@ -29,7 +29,7 @@ Json FullPod(const std::string& name, const std::string& node, int gpus, const s
                          "fieldsV1": {"f:spec": {"f:containers": {}}}}]},
     "spec": {"schedulerName": "nvl72-scheduler", "priority": 100, "terminationGracePeriodSeconds": 30,
       "restartPolicy": "Never", "dnsPolicy": "ClusterFirst", "serviceAccountName": "default",
-      "overhead": {"cpu": "250m"},
+      "overhead": {"cpu": "250m"}, "schedulingGroup": {"podGroupName": "moe-seg-0"},
       "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
       "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {}}},
       "volumes": [{"name": "kube-api-access", "projected": {"sources": []}}],
@@ -94,9 +94,11 @@ TEST(SlimTest, PodKeepsWhatPlacementReadsAndDropsTheRest) {
       "resourceVersion": "42", "labels": {"nvl72.dev/job": "moe", "nvl72.dev/rank": "3"},
       "annotations": {"nvl72.dev/node": "a0"},
       "ownerReferences": [{"uid": "j-1", "controller": true}]})"));
-  // Requests of every resource and the overhead stay: a node's use counts them all.
+  // Requests of every resource and the overhead stay: a node's use counts them all. The PodGroup
+  // stays: new rank pods join a group only when their peers are in it.
   EXPECT_EQ(slim["spec"], Json::parse(R"({"nodeName": "a0", "schedulerName": "nvl72-scheduler",
       "priority": 100, "terminationGracePeriodSeconds": 30, "overhead": {"cpu": "250m"},
+      "schedulingGroup": {"podGroupName": "moe-seg-0"},
       "initContainers": [{"name": "init", "restartPolicy": "Always",
                           "resources": {"requests": {"nvidia.com/gpu": "1"}}}],
       "containers": [{"name": "trainer", "resources": {"requests": {"cpu": "1"},

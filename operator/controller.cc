@@ -182,6 +182,7 @@ ReconcilerOptions ReconcilerOptionsFrom(const Options& o) {
   ropts.safety_net.bound = std::chrono::seconds(o.unschedulable_replan_seconds);
   ropts.stuck_after = std::chrono::seconds(o.stuck_seconds);
   ropts.safety_net.max_replans = o.max_replans;
+  ropts.pod_groups = ParsePodGroupsMode(o.pod_groups).value_or(PodGroupsMode::kAuto);
   return ropts;
 }
 
@@ -344,6 +345,7 @@ Status Controller::Run(std::stop_token stop) {
       client_, &store, &recorder, metrics_, [&](const std::string& key) { queue.Add(key); },
       ReconcilerOptionsFrom(options_));
   WireReconciler(&reconciler, &queue);
+  NVL72_RETURN_IF_ERROR(reconciler.pod_groups()->Start());
 
   AttachProbes(&queue, &caches);
   // Detaches them before the queue and the informers go out of scope.

@@ -24,15 +24,6 @@ std::string FormatTime(std::chrono::system_clock::time_point t) {
   return buf;
 }
 
-Json OwnerReference(const Json& job) {
-  return {{"apiVersion", Str(model::kApiVersion)},
-          {"kind", Str(model::kKind)},
-          {"name", job["metadata"].value("name", "")},
-          {"uid", job["metadata"].value("uid", "")},
-          {"controller", true},
-          {"blockOwnerDeletion", true}};
-}
-
 void SetEnv(Json& container, const std::string& name, const std::string& value) {
   Json& env = container["env"];
   if (!env.is_array()) env = Json::array();
@@ -90,7 +81,7 @@ Json RankPodMetadata(const Json& job, const model::JobSpec& spec,
   meta["labels"][Str(kRankLabel)] = std::to_string(rank.rank);
   if (!meta["annotations"].is_object()) meta["annotations"] = Json::object();
   meta["annotations"][Str(model::kNodeAnnotation)] = rank.node;
-  meta["ownerReferences"] = Json::array({OwnerReference(job)});
+  meta["ownerReferences"] = Json::array({JobOwnerReference(job)});
   return meta;
 }
 
@@ -194,6 +185,15 @@ std::string MessageSuffix(const Json& state) {
 
 }  // namespace
 
+Json JobOwnerReference(const Json& job) {
+  return {{"apiVersion", Str(model::kApiVersion)},
+          {"kind", Str(model::kKind)},
+          {"name", job["metadata"].value("name", "")},
+          {"uid", job["metadata"].value("uid", "")},
+          {"controller", true},
+          {"blockOwnerDeletion", true}};
+}
+
 bool StatusConditionTrue(const Json& status, std::string_view type, std::string* reason) {
   if (!status.is_object() || !status.contains("conditions") || !status["conditions"].is_array()) {
     return false;
@@ -267,7 +267,7 @@ Json BuildHeadlessService(const Json& job, int master_port) {
            {{"name", job_name},
             {"namespace", job["metadata"].value("namespace", "")},
             {"labels", {{Str(kJobLabel), job_name}}},
-            {"ownerReferences", Json::array({OwnerReference(job)})}}},
+            {"ownerReferences", Json::array({JobOwnerReference(job)})}}},
           {"spec",
            {{"clusterIP", "None"},
             {"selector", {{Str(kJobLabel), job_name}}},

@@ -19,6 +19,9 @@ namespace nvl72::op {
 
 using Json = nlohmann::json;
 
+// The controller ownerReference (blockOwnerDeletion) of everything the operator creates for `job`.
+Json JobOwnerReference(const Json& job);
+
 // The pod of `rank`: spec.template plus name "<job>-<rank>", labels nvl72.dev/job + nvl72.dev/rank,
 // annotation nvl72.dev/node = planned node, controller ownerReference to the job, env NVL72_RANK,
 // NVL72_WORLD_SIZE, MASTER_ADDR (<job>-0.<job>.<ns>.svc), MASTER_PORT (the template's own, else

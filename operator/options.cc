@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 
+#include "operator/pod_groups.h"
 #include "placement/policy.h"
 
 namespace nvl72::op {
@@ -68,6 +69,11 @@ Usage: nvl72-operator [flags]
   --max-replans N              re-plans of one job (per spec generation) before it waits for a spec
                                change (default 3)
   --log-format FORMAT          text | json (one JSON object per line; default text)
+  --pod-groups MODE            stock gang scheduling: each gang segment gets a scheduling.k8s.io
+                               PodGroup (gang minCount = segment size, topology constraint on the
+                               domain label for Required gangs) that its rank pods join. auto: when
+                               the API server serves PodGroups (asked again every minute); on:
+                               always (refuses to start without them); off: never (default auto)
   --help                       this text
   --version                    print the version
 )";
@@ -103,6 +109,7 @@ OptionTable MakeOptionTable(Options& o, std::string* spare_reserve) {
                {"log-level", &o.log_level},
                {"cordoned-ranks", &o.cordoned_ranks},
                {"log-format", &o.log_format},
+               {"pod-groups", &o.pod_groups},
                {"spare-reserve", spare_reserve}};
   t.ints = {{"spares-per-domain", &o.spares_per_domain},
             {"workers", &o.workers},
@@ -201,6 +208,10 @@ Status ValidateChoicesAndLimits(Options* o, const std::string& spare_reserve) {
     return InvalidArgumentError("--log-format: expected text or json");
   }
   if (o->workers < 1) return InvalidArgumentError("--workers: must be >= 1");
+  if (!ParsePodGroupsMode(o->pod_groups)) {
+    return InvalidArgumentError("--pod-groups: expected auto, on or off, got \"" + o->pod_groups +
+                                "\"");
+  }
   if (o->cordoned_ranks != "keep" && o->cordoned_ranks != "move") {
     return InvalidArgumentError("--cordoned-ranks: expected keep or move, got \"" +
                                 o->cordoned_ranks + "\"");

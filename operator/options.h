@@ -59,6 +59,8 @@ struct Options {
   int stuck_seconds = 300;
   int max_replans = 3;
   std::string log_format = "text";  // text | json
+  // Stock gang scheduling (operator/pod_groups.h): auto | on | off.
+  std::string pod_groups = "auto";
   // /healthz fails when keys are ready in the work queue but no reconcile finished for this long.
   int health_stall_seconds = 300;  // 0 = off
   bool help = false;

@@ -66,6 +66,10 @@ Reconciler::Reconciler(kube::Client* client, const ObjectStore* store, kube::Eve
                                           const model::JobPlacement& placement) {
     Assume(written, gpus, placement);
   };
+  pod_groups_ = std::make_unique<PodGroupWriter>(
+      client_, PodGroupWriter::Options{.mode = options_.pod_groups,
+                                       .cluster = options_.cluster,
+                                       .field_manager = options_.field_manager});
   recovery_ =
       std::make_unique<JobRecovery>(client_, events_, policy_.get(), enqueue_,
                                     JobRecovery::Config{.options = options_.recovery,
@@ -73,7 +77,8 @@ Reconciler::Reconciler(kube::Client* client, const ObjectStore* store, kube::Eve
                                                         .master_port = options_.master_port,
                                                         .admission_key = kAdmissionKey,
                                                         .metrics = metrics_,
-                                                        .assume = assume});
+                                                        .assume = assume,
+                                                        .pod_groups = pod_groups_.get()});
   options_.defrag.gpu_resource = options_.cluster.gpu_resource;
   defrag_ = std::make_unique<DefragExecutor>(
       client_, events_, policy_.get(), enqueue_,
@@ -493,6 +498,8 @@ Status Reconciler::Finalize(const Json& job) {
   if (!orphan) {
     Status s = client_->Delete(kube::kServices, ns, name);
     if (!s.ok() && !kube::IsNotFound(s) && first_error.ok()) first_error = s;
+    s = pod_groups_->Delete(job);
+    if (!s.ok() && first_error.ok()) first_error = s;
   }
   NVL72_RETURN_IF_ERROR(first_error);
 
@@ -533,16 +540,23 @@ Status Reconciler::EnsureObjects(const Json& job, const model::JobSpec& spec,
   }
   Status first_error;
   int created = 0;
+  std::set<int> groups;
   if (existing.size() < placement.ranks.size() || pods.empty()) {
     auto svc =
         client_->Create(kube::kServices, ns,
                         BuildHeadlessService(job, spec.EffectiveMasterPort(options_.master_port)),
                         {.field_manager = options_.field_manager});
     if (!svc.ok() && !kube::IsAlreadyExists(svc.status())) first_error = svc.status();
+    auto ensured = pod_groups_->Ensure(job, spec);
+    NVL72_RETURN_IF_ERROR(ensured.status());
+    groups = std::move(*ensured);
   }
+  std::vector<const Json*> pod_ptrs;
+  for (const auto& p : pods) pod_ptrs.push_back(p.get());
   for (const auto& rank : placement.ranks) {
     if (existing.count(rank.pod) != 0) continue;
     Json pod = BuildRankPod(job, spec, rank, options_.master_port, options_.cluster.gpu_resource);
+    JoinPodGroup(pod, PodGroupToJoin(kube::Name(job), spec, rank.rank, pod_ptrs, groups));
     auto r = client_->Create(kube::kPods, ns, pod, {.field_manager = options_.field_manager});
     if (r.ok()) {
       ++created;

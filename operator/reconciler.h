@@ -37,6 +37,7 @@
 #include "operator/job_objects.h"
 #include "operator/metrics.h"
 #include "operator/object_store.h"
+#include "operator/pod_groups.h"
 #include "operator/recovery.h"
 #include "operator/safety_net.h"
 #include "placement/policy.h"
@@ -59,6 +60,9 @@ struct ReconcilerOptions {
   // A rank pod the API server rejected is tried again after this (a PriorityClass or quota may
   // appear).
   std::chrono::milliseconds rejected_retry{30000};
+  // Stock gang scheduling (operator/pod_groups.h). Off by default here (the binary's default is
+  // auto): a FakeClient serves every resource.
+  PodGroupsMode pod_groups = PodGroupsMode::kOff;
 };
 
 class Reconciler {
@@ -96,6 +100,8 @@ class Reconciler {
   JobRecovery* recovery() { return recovery_.get(); }
   // Defragmentation; the controller wires its metrics hook (DefragExecutor::SetMoveHook).
   DefragExecutor* defrag() { return defrag_.get(); }
+  // The PodGroups of gangs; the controller calls Start() before the workers run.
+  PodGroupWriter* pod_groups() { return pod_groups_.get(); }
 
   // Delayed requeue (the controller's WorkQueue::AddAfter) for recovery and the defragmentation
   // budget. Call before the first Reconcile.
@@ -150,7 +156,8 @@ class Reconciler {
                                             const model::JobPlacement& placement);
   Status EnsureFinalizer(const Json& job);
   Status Finalize(const Json& job);
-  // Creates the headless Service and the missing rank pods. A pod the API server rejects for good
+  // Creates the headless Service, the PodGroups (PodGroupWriter::Ensure) and the missing rank pods,
+  // which join their segment's group (PodGroupToJoin). A pod the API server rejects for good
   // (400, 403, 422) goes to `*rejected` ("rank pod <name>: <message>"), with an event and a log
   // line, and is tried again after options_.rejected_retry (until then the creates are skipped and
   // the remembered rejection is returned: no request, event or log line per reconcile); other
@@ -198,6 +205,7 @@ class Reconciler {
   ReconcilerOptions options_;
   WallClock wall_clock_;
   std::unique_ptr<placement::PlacementPolicy> policy_;
+  std::unique_ptr<PodGroupWriter> pod_groups_;
   std::unique_ptr<JobRecovery> recovery_;
   std::unique_ptr<DefragExecutor> defrag_;
   EnqueueAfter enqueue_after_;

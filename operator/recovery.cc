@@ -913,8 +913,15 @@ StatusOr<int> JobRecovery::CreateRankPods(const RecoveryInput& in,
   const Json& job = *in.job;
   int created = 0;
   bool pending = false;
+  std::set<int> groups;
+  if (config_.pod_groups != nullptr) {
+    auto ensured = config_.pod_groups->Ensure(job, *in.spec);
+    if (!ensured.ok()) return ensured.status();
+    groups = std::move(*ensured);
+  }
   for (const model::RankAssignment* r : ranks) {
     Json pod = BuildRankPod(job, *in.spec, *r, config_.master_port, in.gpu_resource);
+    JoinPodGroup(pod, PodGroupToJoin(kube::Name(job), *in.spec, r->rank, in.pods, groups));
     pod["metadata"]["annotations"][Str(kRecoveryEpochAnnotation)] = std::to_string(epoch);
     auto c = client_->Create(kube::kPods, kube::Namespace(job), pod,
                              {.field_manager = config_.field_manager});

@@ -45,6 +45,7 @@
 #include "model/job_spec.h"
 #include "operator/metrics.h"
 #include "operator/node_health.h"
+#include "operator/pod_groups.h"
 #include "placement/policy.h"
 
 namespace nvl72::op {
@@ -159,6 +160,8 @@ class JobRecovery {
     // Told of every placement a plan wrote (Replace, MoveGang), with the job as the API server
     // returned it, so that the next decision counts it before the cache shows it (may be empty).
     model::PlacementWritten assume;
+    // The PodGroups replacement pods join (operator/pod_groups.h); null = none.
+    PodGroupWriter* pod_groups = nullptr;
   };
   // `client`, `policy` must outlive it; `events` may be null.
   JobRecovery(kube::Client* client, kube::EventRecorder* events,
