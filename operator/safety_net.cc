@@ -43,6 +43,10 @@ Json ReleasedStatus(const Json& job, const std::vector<RefusedRank>& refused, in
   return status;
 }
 
+// A node verdict of kube-scheduler: its FitError message, "0/<n> nodes are available: ..."
+// (NoNodeAvailableMsg in pkg/scheduler/framework/types.go).
+bool IsNodeVerdict(const std::string& message) { return message.rfind("0/", 0) == 0; }
+
 }  // namespace
 
 std::vector<RefusedRank> RefusedRanks(const model::JobPlacement& placement,
@@ -62,6 +66,15 @@ std::vector<RefusedRank> RefusedRanks(const model::JobPlacement& placement,
   std::sort(out.begin(), out.end(),
             [](const RefusedRank& a, const RefusedRank& b) { return a.rank < b.rank; });
   return out;
+}
+
+std::vector<RefusedRank> BlamedRanks(std::vector<RefusedRank> refused) {
+  const bool any_node_verdict = std::any_of(refused.begin(), refused.end(),
+                                            [](const auto& r) { return IsNodeVerdict(r.message); });
+  if (any_node_verdict) {
+    std::erase_if(refused, [](const RefusedRank& r) { return !IsNodeVerdict(r.message); });
+  }
+  return refused;
 }
 
 int ReplansAtGeneration(const Json& job) {
@@ -96,6 +109,7 @@ SafetyNetDecision DecideSafetyNet(const Json& job, const model::JobPlacement& pl
     }
   }
   if (due.empty()) return d;
+  due = BlamedRanks(std::move(due));
   const RefusedRank& first = due.front();
   const std::string what = "kube-scheduler refused rank " + std::to_string(first.rank) +
                            " on its planned node " + first.node + " for " +

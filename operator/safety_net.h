@@ -5,7 +5,8 @@
 // plugins). When a rank pod of an admitted job has been unbound with PodScheduled=False reason
 // Unschedulable for longer than the bound, the operator releases the gang's reservation and plans
 // it again without that node:
-//  - status: placement removed, the node added to refusedNodes, replans + 1, replanGeneration =
+//  - status: placement removed, the node (of every refusal that blames its node: BlamedRanks) added
+//    to refusedNodes, replans + 1, replanGeneration =
 //    metadata.generation, Admitted False reason Replanning; the admission pass then places the
 //    job again (model::JudgeJob leaves refusedNodes out);
 //  - the gang's rank pods are deleted (a job with no placement keeps no rank pods: DeleteLeftovers
@@ -46,6 +47,13 @@ struct RefusedRank {
 // The refused ranks of `placement` among `pods`, in rank order.
 std::vector<RefusedRank> RefusedRanks(const model::JobPlacement& placement,
                                       const std::vector<const Json*>& pods);
+
+// The refusals that blame their node. When the ranks are in a PodGroup (operator/pod_groups.h),
+// kube-scheduler refuses the whole group when one rank fails: that rank gets the node verdict
+// ("0/<n> nodes are available: ..."), the others only the group's ("minCount (4) cannot be
+// satisfied ..."), which says nothing about their nodes. So when any refusal is a node verdict,
+// only those count; otherwise all do.
+std::vector<RefusedRank> BlamedRanks(std::vector<RefusedRank> refused);
 
 struct SafetyNetDecision {
   bool replan = false;  // write `status`, then delete the rank pods

@@ -94,6 +94,24 @@ TEST(SafetyNetTest, AfterTheBoundTheReservationGoesAndTheNodeIsRefused) {
   EXPECT_FALSE(ReplanLimitReached(written));
 }
 
+// A PodGroup refused as a whole: rank 1 failed its own filters (the node verdict), rank 0 carries
+// only the group's verdict. Only n1 is refused; with no node verdict at all, every refusal counts.
+TEST(SafetyNetTest, AGroupVerdictDoesNotBlameTheNodeOfARankThatFitIt) {
+  Json group_only = RankPod(0, "");
+  group_only["status"]["conditions"][0]["message"] =
+      "minCount (2) cannot be satisfied: 1 scheduled, 0 remaining";
+  const Json culprit = RankPod(1, "");
+  SafetyNetDecision d =
+      DecideSafetyNet(Job(1), TwoRanks(), {&group_only, &culprit}, {}, kT0 + seconds(60));
+  ASSERT_TRUE(d.replan);
+  EXPECT_EQ(d.status["refusedNodes"], Json::array({"n1"}));
+  EXPECT_NE(d.message.find("rank 1 on its planned node n1"), std::string::npos) << d.message;
+
+  d = DecideSafetyNet(Job(1), TwoRanks(), {&group_only}, {}, kT0 + seconds(60));
+  ASSERT_TRUE(d.replan);
+  EXPECT_EQ(d.status["refusedNodes"], Json::array({"n0"}));
+}
+
 TEST(SafetyNetTest, TheBoundDoublesWithEachReplanAndTheLimitStopsReplanning) {
   const Json pod = RankPod(0, "");
   Json job = Job(1);
