@@ -253,7 +253,7 @@ grep -q 'nvl72_extender_requests_total{code="200",verb="bind"}' <(curl -sf "http
 stop_pid "$sched_pid"; sched_pid=
 sed -e 's#nodeCacheCapable: true#nodeCacheCapable: false#' "$state/nvl72-scheduler.yaml" >"$state/nvl72-scheduler-full.yaml"
 grep -q 'nodeCacheCapable: false' "$state/nvl72-scheduler-full.yaml" || { fail "could not switch nodeCacheCapable off"; exit 1; }
-start_bg "$state/nvl72-scheduler-full.log" "$NVL72_KUBE_SCHEDULER" --config="$state/nvl72-scheduler-full.yaml" \
+start_bg "$state/nvl72-scheduler-full.log" "$NVL72_KUBE_SCHEDULER" ${NVL72_FEATURE_GATES:+--feature-gates=$NVL72_FEATURE_GATES} --config="$state/nvl72-scheduler-full.yaml" \
   --secure-port="$(free_port)" --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
   --authorization-kubeconfig="$KUBECONFIG"
 sched_pid=$BG_PID

@@ -301,7 +301,7 @@ log "5. SIGKILL of the operator and the extender while jobs are admitted, then r
 sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#EXTENDER_URL#$url#" -e "s#LEADER_ELECT#false#" \
   "$repo/scheduler-plugin/scheduler-config.yaml" >"$work/nvl72-scheduler.yaml"
 start_scheduler() {
-  start_bg "$work/nvl72-scheduler.log" "$NVL72_KUBE_SCHEDULER" --config="$work/nvl72-scheduler.yaml" \
+  start_bg "$work/nvl72-scheduler.log" "$NVL72_KUBE_SCHEDULER" ${NVL72_FEATURE_GATES:+--feature-gates=$NVL72_FEATURE_GATES} --config="$work/nvl72-scheduler.yaml" \
     --secure-port="$(free_port)" --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
     --authorization-kubeconfig="$KUBECONFIG"
   sched_pid=$BG_PID

@@ -298,7 +298,7 @@ echo "$cfg" | sed 's|^clientConnection:$|clientConnection:\n  kubeconfig: '"$sta
 grep -q "kubeconfig: $state/sched.kubeconfig" "$state/sched.yaml" ||
   { fail "could not point the scheduler config at its kubeconfig: $(cat "$state/sched.yaml")"; exit 1; }
 port=$(free_port)
-"$NVL72_KUBE_SCHEDULER" --config="$state/sched.yaml" --secure-port="$port" --bind-address=127.0.0.1 \
+"$NVL72_KUBE_SCHEDULER" ${NVL72_FEATURE_GATES:+--feature-gates=$NVL72_FEATURE_GATES} --config="$state/sched.yaml" --secure-port="$port" --bind-address=127.0.0.1 \
   --authentication-kubeconfig="$state/sched.kubeconfig" --authorization-kubeconfig="$state/sched.kubeconfig" \
   --cert-dir="$state/sched-certs" >"$state/sched.log" 2>&1 &
 sched_pid=$!

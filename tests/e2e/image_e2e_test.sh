@@ -187,7 +187,7 @@ kubectl get cm "$rel-nvl72-operator-scheduler-config" -n "$ns" -o jsonpath='{.da
   sed -e 's|^clientConnection:$|clientConnection:\n  kubeconfig: '"$sched_kc"'|' \
       -e 's|urlPrefix: .*|urlPrefix: "http://127.0.0.1:'"$ext_port"'"|' >"$state/sched.yaml"
 grep -q "127.0.0.1:$ext_port" "$state/sched.yaml" || { fail "scheduler config not pointed at the extender container"; exit 1; }
-"$NVL72_KUBE_SCHEDULER" --config="$state/sched.yaml" --secure-port="$sched_port" --bind-address=127.0.0.1 \
+"$NVL72_KUBE_SCHEDULER" ${NVL72_FEATURE_GATES:+--feature-gates=$NVL72_FEATURE_GATES} --config="$state/sched.yaml" --secure-port="$sched_port" --bind-address=127.0.0.1 \
   --authentication-kubeconfig="$sched_kc" --authorization-kubeconfig="$sched_kc" \
   --cert-dir="$state/sched-certs" >"$state/sched.log" 2>&1 &
 sched_pid=$!

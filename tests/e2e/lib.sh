@@ -187,11 +187,14 @@ start_extender() {
   wait_until 60 curl -sf "http://127.0.0.1:$ext_port/readyz" -o /dev/null
 }
 # start_nvl72_scheduler REPO WORKDIR LOGFILE: a kube-scheduler with the nvl72-scheduler profile whose
-# extender is the one start_extender started; sets sched_pid.
+# extender is the one start_extender started; sets sched_pid and sched_port (its /metrics).
 start_nvl72_scheduler() {
   sed -e "s#KUBECONFIG_PATH#$KUBECONFIG#" -e "s#EXTENDER_URL#http://127.0.0.1:$ext_port#" \
     -e "s#LEADER_ELECT#false#" "$1/scheduler-plugin/scheduler-config.yaml" >"$2/nvl72-scheduler.yaml"
-  "$NVL72_KUBE_SCHEDULER" --config="$2/nvl72-scheduler.yaml" --secure-port="$(free_port)" \
+  # Every kube-scheduler of a cluster runs with its feature gates (local-cluster
+  # --workload-scheduling exports them as NVL72_FEATURE_GATES).
+  sched_port=$(free_port)
+  "$NVL72_KUBE_SCHEDULER" ${NVL72_FEATURE_GATES:+--feature-gates=$NVL72_FEATURE_GATES} --config="$2/nvl72-scheduler.yaml" --secure-port="$sched_port" \
     --bind-address=127.0.0.1 --authentication-kubeconfig="$KUBECONFIG" \
     --authorization-kubeconfig="$KUBECONFIG" >"$3" 2>&1 &
   sched_pid=$!
