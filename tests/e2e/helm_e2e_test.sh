@@ -254,6 +254,8 @@ expected_rbac() { # WHO WHERE(app|release) -> the allow-list lines
       for v in get list watch create delete; do echo "pods|||$v"; echo "services|||$v"; done
       echo "pods/eviction|||create"
       for v in get list watch; do echo "nodes|||$v"; echo "priorityclasses.scheduling.k8s.io|||$v"; done
+      # stock gang scheduling (--pod-groups): a Workload and PodGroups per job
+      for r in workloads podgroups; do for v in get list create delete; do echo "$r.scheduling.k8s.io|||$v"; done; done
       for r in events events.events.k8s.io; do for v in create patch update; do echo "$r|||$v"; done; done
       if [[ $where == release ]]; then
         echo "leases.coordination.k8s.io|||create"
