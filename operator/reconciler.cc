@@ -552,6 +552,7 @@ Status Reconciler::EnsureObjects(const Json& job, const model::JobSpec& spec,
     groups = std::move(*ensured);
   }
   std::vector<const Json*> pod_ptrs;
+  pod_ptrs.reserve(pods.size());
   for (const auto& p : pods) pod_ptrs.push_back(p.get());
   for (const auto& rank : placement.ranks) {
     if (existing.count(rank.pod) != 0) continue;
