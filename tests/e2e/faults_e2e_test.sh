@@ -63,7 +63,7 @@ cleanup() {
     e2e_release_namespace "$ns"
   fi
   if ((failures > 0 || rc != 0)); then
-    for f in "$work"/*.log; do log "--- tail of $f"; tail -n 25 "$f" >&2; done
+    tail_logs "$work" 25
   fi
   [[ -n ${FAULTS_E2E_LOGS:-} ]] && mkdir -p "$FAULTS_E2E_LOGS" && cp "$work"/*.log "$FAULTS_E2E_LOGS"/ 2>/dev/null
   rm -rf "$work"

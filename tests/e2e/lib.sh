@@ -40,6 +40,11 @@ e2e_cluster_down() {  # REPO: stops the cluster if e2e_cluster started it
   if ((${own_cluster:-0})); then "$1/scripts/local-cluster" down --state "$state" >/dev/null 2>&1 || true; fi
 }
 
+# tail_logs DIR LINES: the last LINES lines of every DIR/*.log, for a failed test's cleanup.
+tail_logs() {
+  local f
+  for f in "$1"/*.log; do log "--- tail of $f"; tail -n "$2" "$f" >&2 || true; done
+}
 kc() { "$NVL72_KUBECTL" --kubeconfig "$KUBECONFIG" "$@"; }
 # free_port: a TCP port of 127.0.0.1 that nothing listens on, below the ephemeral range (so an
 # outgoing connection cannot take it between this check and the server's bind).

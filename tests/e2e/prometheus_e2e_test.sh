@@ -47,7 +47,7 @@ cleanup() {
   stop_pid "$sched_pid"
   stop_pid "$ext_pid"
   if ((failures > 0 || rc != 0)); then
-    for f in "$workdir"/*.log; do log "--- tail of $f"; tail -n 25 "$f" >&2; done
+    tail_logs "$workdir" 25
   fi
   [[ -n ${PROM_E2E_LOGS:-} ]] && mkdir -p "$PROM_E2E_LOGS" && cp "$workdir"/*.log "$PROM_E2E_LOGS"/ 2>/dev/null
   if ((own_cluster)); then

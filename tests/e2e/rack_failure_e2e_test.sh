@@ -43,7 +43,7 @@ cleanup() {
   for n in "${failed_nodes[@]}"; do wait_until 60 node_healthy "$n" || log "note: $n not healthy again"; done
   kc delete namespace "$ns" --wait=false >/dev/null 2>&1 || true
   if ((failures > 0)); then
-    for f in "$workdir"/*.log; do log "--- tail of $f"; tail -n 30 "$f" >&2 || true; done
+    tail_logs "$workdir" 30
   fi
   e2e_cluster_down "$repo"
   rm -rf "$workdir"

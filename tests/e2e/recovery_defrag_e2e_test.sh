@@ -44,7 +44,7 @@ cleanup() {
   stop_pid "$sched_pid"
   stop_pid "$ext_pid"
   if ((failures > 0)); then
-    for f in "$workdir"/*.log; do log "--- tail of $f"; tail -n 30 "$f" >&2 || true; done
+    tail_logs "$workdir" 30
   fi
   [[ -n ${REC_E2E_LOGS:-} ]] && mkdir -p "$REC_E2E_LOGS" && cp "$workdir"/*.log "$REC_E2E_LOGS"/ 2>/dev/null
   kc delete namespace "$ns" --wait=false >/dev/null 2>&1 || true

@@ -58,7 +58,7 @@ cleanup() {
   stop_pid "$sched_pid"
   stop_pid "$ext_pid"
   if ((failures > 0 || rc != 0)); then
-    for f in "$workdir"/*.log; do log "--- tail of $f"; tail -n 30 "$f" >&2; done
+    tail_logs "$workdir" 30
   fi
   [[ -n ${REC_E2E_LOGS:-} ]] && mkdir -p "$REC_E2E_LOGS" && cp "$workdir"/*.log "$REC_E2E_LOGS"/ 2>/dev/null
   e2e_cluster_down "$repo"
