@@ -14,7 +14,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends \
       build-essential cmake ninja-build pkg-config ca-certificates \
-      libssl-dev libcpp-httplib-dev nlohmann-json3-dev prometheus-cpp-dev zlib1g-dev \
+      libssl-dev libcpp-httplib-dev nlohmann-json3-dev prometheus-cpp-dev zlib1g-dev libyaml-cpp-dev \
       libgtest-dev libgmock-dev libbenchmark-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -38,11 +38,11 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_R
 # ---------------------------------------------------------------------------------------------
 FROM ${BASE_IMAGE} AS runtime
 ENV DEBIAN_FRONTEND=noninteractive
-# Runtime libraries only: OpenSSL, cpp-httplib, prometheus-cpp, zlib, CA roots, libstdc++.
+# Runtime libraries only: OpenSSL, cpp-httplib, prometheus-cpp, yaml-cpp, zlib, CA roots, libstdc++.
 RUN apt-get update -q \
  && apt-get install -y -q --no-install-recommends \
       ca-certificates libssl3 libcpp-httplib0.11 libprometheus-cpp-core1.0 \
-      libprometheus-cpp-pull1.0 zlib1g libstdc++6 \
+      libprometheus-cpp-pull1.0 libyaml-cpp0.7 zlib1g libstdc++6 \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/* /var/log/apt /var/log/dpkg.log \
  && echo 'nonroot:x:65532:65532:nonroot:/home/nonroot:/usr/sbin/nologin' >>/etc/passwd \
  && echo 'nonroot:x:65532:' >>/etc/group \

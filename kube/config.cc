@@ -1,11 +1,13 @@
 #include "kube/config.h"
 
+#include <openssl/evp.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "kube/mini_yaml.h"
+#include "kube/yaml.h"
 
 namespace nvl72::kube {
 namespace {
@@ -54,6 +56,15 @@ StatusOr<std::string> Base64Decode(const std::string& in, const std::string& wha
     }
   }
   if (padding > 2) return Status(StatusCode::kInvalidArgument, what + " is not valid base64");
+  return out;
+}
+
+std::string Base64Encode(const std::string& in) {
+  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                          reinterpret_cast<const unsigned char*>(in.data()),
+                          static_cast<int>(in.size()));
+  out.resize(static_cast<size_t>(n));
   return out;
 }
 
@@ -130,17 +141,74 @@ Status ApplyCluster(const json& cluster, const std::string& cluster_name,
   return Status::Ok();
 }
 
+// args (strings) and env (name/value pairs, names required) of an exec section.
+Status ExecLists(const json& exec, const std::string& user, ExecConfig* c) {
+  auto bad = [&](const std::string& what) {
+    return InvalidArgumentError("user \"" + user + "\": exec: " + what);
+  };
+  if (auto args = exec.find("args"); args != exec.end() && !args->is_null()) {
+    if (!args->is_array()) return bad("args is not a list");
+    for (const json& a : *args) {
+      if (!a.is_string()) return bad("args holds a value that is not a string");
+      c->args.push_back(a.get<std::string>());
+    }
+  }
+  if (auto env = exec.find("env"); env != exec.end() && !env->is_null()) {
+    if (!env->is_array()) return bad("env is not a list");
+    for (const json& e : *env) {
+      if (!e.is_object() || Str(e, "name").empty()) return bad("an env entry has no name");
+      c->env.emplace_back(Str(e, "name"), Str(e, "value"));
+    }
+  }
+  return Status::Ok();
+}
+
+// The `exec` section of user `user` (client-go's validation and defaults: v1beta1 defaults
+// interactiveMode to IfAvailable, v1 requires it; v1alpha1 is gone). Errors carry only what is
+// wrong.
+StatusOr<ExecConfig> ParseExec(const json& exec, const std::string& user,
+                               const std::string& base_dir) {
+  auto bad = [&](const std::string& what) {
+    return InvalidArgumentError("user \"" + user + "\": exec: " + what);
+  };
+  if (!exec.is_object()) return bad("not a mapping");
+  ExecConfig c;
+  c.user = user;
+  c.api_version = Str(exec, "apiVersion");
+  if (c.api_version != "client.authentication.k8s.io/v1" &&
+      c.api_version != "client.authentication.k8s.io/v1beta1") {
+    return bad("apiVersion \"" + c.api_version +
+               "\" is not client.authentication.k8s.io/v1 or v1beta1");
+  }
+  c.command = Str(exec, "command");
+  if (c.command.empty()) return bad("no command");
+  if (c.command.find('/') != std::string::npos) c.command = ResolvePath(base_dir, c.command);
+  NVL72_RETURN_IF_ERROR(ExecLists(exec, user, &c));
+  c.install_hint = Str(exec, "installHint");
+  c.provide_cluster_info = Bool(exec, "provideClusterInfo");
+  c.interactive_mode = Str(exec, "interactiveMode");
+  if (c.interactive_mode.empty() && c.api_version.ends_with("/v1beta1")) {
+    c.interactive_mode = "IfAvailable";
+  }
+  if (c.interactive_mode != "Never" && c.interactive_mode != "IfAvailable" &&
+      c.interactive_mode != "Always") {
+    return bad("interactiveMode \"" + c.interactive_mode +
+               "\" is not Never, IfAvailable or Always (v1 requires it)");
+  }
+  return c;
+}
+
 // Fills the credentials of `config` from the kubeconfig user `user_name`. Errors carry only what is
 // wrong (the caller says where).
 Status ApplyUser(const json& doc, const std::string& user_name, const std::string& base_dir,
                  Config* config) {
   const json* user = FindNamed(doc, "users", user_name, "user");
   if (user == nullptr) return InvalidArgumentError("user \"" + user_name + "\" not found");
-  for (const char* unsupported : {"exec", "auth-provider", "username", "password"}) {
+  for (const char* unsupported : {"auth-provider", "username", "password"}) {
     if (user->contains(unsupported)) {
-      return InvalidArgumentError(
-          "user \"" + user_name + "\": \"" + unsupported +
-          "\" authentication is not supported (use a token, tokenFile or client certificate)");
+      return InvalidArgumentError("user \"" + user_name + "\": \"" + unsupported +
+                                  "\" authentication is not supported (use a token, tokenFile, "
+                                  "client certificate or exec plugin)");
     }
   }
   const std::string owner = "user \"" + user_name + "\"";
@@ -156,6 +224,45 @@ Status ApplyUser(const json& doc, const std::string& user_name, const std::strin
   }
   config->token = Str(*user, "token");
   config->token_file = ResolvePath(base_dir, Str(*user, "tokenFile"));
+  if (auto exec = user->find("exec"); exec != user->end() && !exec->is_null()) {
+    if (has_cert || !config->token.empty() || !config->token_file.empty()) {
+      return InvalidArgumentError(
+          "user \"" + user_name +
+          "\": exec cannot be combined with a token, tokenFile or client certificate");
+    }
+    auto parsed = ParseExec(*exec, user_name, base_dir);
+    if (!parsed.ok()) return parsed.status();
+    config->exec = std::move(parsed).value();
+  }
+  return Status::Ok();
+}
+
+// spec.cluster of the exec plugin's KUBERNETES_EXEC_INFO, from the kubeconfig cluster entry (the
+// CA file's contents inline, as client-go sends them; `config` from the cluster's extension
+// "client.authentication.k8s.io/exec").
+Status ExecClusterInfo(const json& cluster, const Config& config, json* out) {
+  json info = {{"server", config.server}};
+  if (!config.tls_server_name.empty()) info["tls-server-name"] = config.tls_server_name;
+  if (config.insecure_skip_tls_verify) info["insecure-skip-tls-verify"] = true;
+  std::string ca = config.ca_data;
+  if (ca.empty() && !config.ca_file.empty()) {
+    auto read = ReadFile(config.ca_file, "certificate-authority");
+    if (!read.ok()) return read.status();
+    ca = *read;
+  }
+  if (!ca.empty()) info["certificate-authority-data"] = Base64Encode(ca);
+  if (std::string proxy = Str(cluster, "proxy-url"); !proxy.empty()) info["proxy-url"] = proxy;
+  if (Bool(cluster, "disable-compression")) info["disable-compression"] = true;
+  auto ext = cluster.find("extensions");
+  if (ext != cluster.end() && ext->is_array()) {
+    for (const json& e : *ext) {
+      if (e.is_object() && Str(e, "name") == "client.authentication.k8s.io/exec" &&
+          e.contains("extension")) {
+        info["config"] = e["extension"];
+      }
+    }
+  }
+  *out = std::move(info);
   return Status::Ok();
 }
 
@@ -174,7 +281,9 @@ StatusOr<std::string> Config::BearerToken() const {
 
 std::string Config::DebugString() const {
   std::string auth;
-  if (!token_file.empty())
+  if (exec)
+    auth = "exec plugin " + exec->command;
+  else if (!token_file.empty())
     auth = "token file " + token_file;
   else if (!token.empty())
     auth = "token (inline)";
@@ -185,7 +294,7 @@ std::string Config::DebugString() const {
   std::string tls = insecure_skip_tls_verify ? "TLS verification DISABLED"
                     : !ca_data.empty()       ? "CA (inline)"
                     : !ca_file.empty()       ? "CA " + ca_file
-                                             : "no CA configured";
+                                             : "system trust store";
   return "server " + server + ", " + auth + ", " + tls;
 }
 
@@ -195,7 +304,7 @@ StatusOr<Config> ParseKubeconfig(const std::string& text, const std::string& bas
   auto bad = [&](const std::string& what) {
     return Status(StatusCode::kInvalidArgument, where + ": " + what);
   };
-  auto doc = ParseMiniYaml(text);
+  auto doc = ParseYaml(text);
   if (!doc.ok()) return bad(doc.status().message());
   if (!doc->is_object()) return bad("not a mapping");
 
@@ -216,6 +325,11 @@ StatusOr<Config> ParseKubeconfig(const std::string& text, const std::string& bas
   }
   if (!user_name.empty()) {
     if (Status s = ApplyUser(*doc, user_name, base_dir, &config); !s.ok()) return bad(s.message());
+  }
+  if (config.exec && config.exec->provide_cluster_info) {
+    if (Status s = ExecClusterInfo(*cluster, config, &config.exec->cluster); !s.ok()) {
+      return bad(s.message());
+    }
   }
   if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
     return bad("server \"" + config.server + "\" must start with https://");

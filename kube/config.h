@@ -5,9 +5,11 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
+#include "kube/exec_credential.h"
 
 namespace nvl72::kube {
 
@@ -15,11 +17,14 @@ struct Config {
   // "https://host:port" (IPv6 hosts in brackets). "http://" is accepted only for tests.
   std::string server{};
 
-  // Trust: PEM data wins over a file. Verification is ON unless insecure_skip_tls_verify.
+  // Trust: PEM data wins over a file; with neither, the system trust store (OpenSSL's default
+  // paths, which honour SSL_CERT_FILE / SSL_CERT_DIR). Verification is ON unless
+  // insecure_skip_tls_verify.
   std::string ca_data{};
   std::string ca_file{};
   bool insecure_skip_tls_verify = false;
-  // Overrides the host name checked against the server certificate (kubeconfig tls-server-name).
+  // Overrides the host name sent in SNI and checked against the server certificate (kubeconfig
+  // tls-server-name); the connection still goes to the server's host.
   std::string tls_server_name{};
 
   // Client certificate authentication (PEM): data wins over files.
@@ -33,6 +38,10 @@ struct Config {
   std::string token{};
   std::string token_file{};
   std::chrono::seconds token_reread_interval{60};
+
+  // Exec credential plugin (kubeconfig users of managed clusters): the token or client
+  // certificate comes from running it (kube/exec_credential.h). Excludes token and certificates.
+  std::optional<ExecConfig> exec{};
 
   // Namespace of the selected context (kubeconfig) or of the service account (in-cluster); may be
   // "".
@@ -54,8 +63,8 @@ struct Config {
 // Loads a kubeconfig (YAML or JSON). `context` "" means the file's current-context. File references
 // (certificate-authority, client-certificate, client-key, tokenFile) are resolved relative to the
 // kubeconfig's directory. Errors (kInvalidArgument / kNotFound) name the missing piece, e.g.
-// "kubeconfig /x: context \"foo\" not found". Unsupported auth (exec, auth-provider, username/
-// password) is an error, not silently ignored.
+// "kubeconfig /x: context \"foo\" not found". Unsupported auth (auth-provider, username/password)
+// is an error, not silently ignored. The YAML is read by yaml-cpp (kube/yaml.h).
 StatusOr<Config> LoadKubeconfig(const std::string& path, const std::string& context = "");
 // Same from text already in memory; `base_dir` resolves relative file paths.
 StatusOr<Config> ParseKubeconfig(const std::string& text, const std::string& base_dir,

@@ -6,8 +6,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "kube/mini_yaml.h"
-
 namespace nvl72::kube {
 namespace {
 
@@ -154,8 +152,8 @@ TEST_F(ConfigTest, MissingPiecesAreClearErrors) {
       {"",
        "current-context: x\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n"
        "clusters:\n- name: c\n  cluster:\n    server: https://h\nusers:\n- name: u\n  user:\n"
-       "    exec:\n      command: aws\n",
-       "\"exec\" authentication is not supported"},
+       "    auth-provider:\n      name: gcp\n",
+       "\"auth-provider\" authentication is not supported"},
       {"",
        "current-context: x\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n"
        "clusters:\n- name: c\n  cluster:\n    server: https://h\nusers:\n- name: u\n  user:\n"
@@ -208,54 +206,6 @@ TEST_F(ConfigTest, InClusterConfig) {
   EXPECT_EQ(*c->BearerToken(), "sa-token");
   auto v4 = InClusterConfigFrom("10.0.0.1", "6443", dir_);
   EXPECT_EQ(v4->server, "https://10.0.0.1:6443");
-}
-
-TEST(MiniYamlTest, Structures) {
-  auto v = ParseMiniYaml(R"(---
-# comment
-a: 1
-b:
-  c: "x: y # not a comment"
-  d:
-    - 1
-    - e: f
-      g: h
-    -
-      i: j
-  k: [p, 'q r']
-list:
-- x
-- y
-empty:
-n: null
-t: true
-url: http://a:b/c#frag
-)");
-  ASSERT_TRUE(v.ok()) << v.status();
-  EXPECT_EQ((*v)["a"], "1");
-  EXPECT_EQ((*v)["b"]["c"], "x: y # not a comment");
-  EXPECT_EQ((*v)["b"]["d"][0], "1");
-  EXPECT_EQ((*v)["b"]["d"][1]["e"], "f");
-  EXPECT_EQ((*v)["b"]["d"][1]["g"], "h");
-  EXPECT_EQ((*v)["b"]["d"][2]["i"], "j");
-  EXPECT_EQ((*v)["b"]["k"][1], "q r");
-  EXPECT_EQ((*v)["list"].size(), 2u);
-  EXPECT_TRUE((*v)["empty"].is_null());
-  EXPECT_TRUE((*v)["n"].is_null());
-  EXPECT_EQ((*v)["t"], true);
-  EXPECT_EQ((*v)["url"], "http://a:b/c#frag");
-}
-
-TEST(MiniYamlTest, Errors) {
-  EXPECT_FALSE(ParseMiniYaml("a: |\n  text\n").ok());
-  EXPECT_FALSE(ParseMiniYaml("a: &x 1\n").ok());
-  EXPECT_FALSE(ParseMiniYaml("a: 1\n   b: 2\n").ok());
-  EXPECT_FALSE(ParseMiniYaml("a: 1\n---\nb: 2\n").ok());
-  EXPECT_FALSE(ParseMiniYaml("{bad json").ok());
-  EXPECT_FALSE(ParseMiniYaml("a: {b: {c: d}}\n").ok());
-  auto flow = ParseMiniYaml("a: {b: c, 'd': \"e\"}\n");
-  ASSERT_TRUE(flow.ok());
-  EXPECT_EQ((*flow)["a"]["d"], "e");
 }
 
 }  // namespace

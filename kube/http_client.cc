@@ -1,6 +1,8 @@
 #include "kube/http_client.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netdb.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -21,7 +23,8 @@ namespace nvl72::kube {
 namespace {
 
 // Pointing httplib's CA directory at a path that cannot exist keeps it from loading the system
-// trust store (its default when no CA file/dir is set): only the configured CA is trusted.
+// trust store on its own (its default when no CA file/dir is set): the configured CA is trusted,
+// or, when none is configured, the system store that NewConnection loads itself.
 constexpr const char* kNoSystemCaDir = "/dev/null/nvl72-no-system-trust";
 constexpr size_t kMaxPooledConnections = 8;
 constexpr int kDefaultWatchTimeoutSeconds = 300;
@@ -117,7 +120,60 @@ StatusOr<std::vector<X509Ptr>> ParseCerts(const std::string& pem, const std::str
   return certs;
 }
 
+// A client certificate and its key, loaded from PEM.
+struct ClientCert {
+  X509Ptr cert;
+  PkeyPtr key;
+};
+
+StatusOr<std::shared_ptr<const ClientCert>> ParseClientCert(const std::string& cert_pem,
+                                                            const std::string& key_pem) {
+  auto certs = ParseCerts(cert_pem, "client certificate");
+  if (!certs.ok()) return certs.status();
+  auto cc = std::make_shared<ClientCert>();
+  cc->cert = std::move(certs.value()[0]);
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(
+      BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size())), &BIO_free);
+  cc->key.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+  if (!cc->key) {
+    return InvalidArgumentError("client key is not a PEM private key: " + OpenSslError());
+  }
+  if (X509_check_private_key(cc->cert.get(), cc->key.get()) != 1) {
+    ERR_clear_error();
+    return InvalidArgumentError("client key does not match the client certificate");
+  }
+  return std::shared_ptr<const ClientCert>(std::move(cc));
+}
+
+// `host` as a numeric address (itself if it is one), for connecting to it while TLS names
+// tls-server-name.
+StatusOr<std::string> NumericAddress(const std::string& host) {
+  in6_addr buf6;
+  if (inet_pton(AF_INET, host.c_str(), &buf6) == 1 || inet_pton(AF_INET6, host.c_str(), &buf6) == 1)
+    return host;
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res); rc != 0) {
+    return UnavailableError("resolving " + host + ": " + gai_strerror(rc));
+  }
+  char text[INET6_ADDRSTRLEN] = {0};
+  const void* addr =
+      res->ai_family == AF_INET6
+          ? static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(res->ai_addr)->sin6_addr)
+          : static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr);
+  inet_ntop(res->ai_family, addr, text, sizeof(text));
+  freeaddrinfo(res);
+  return std::string(text);
+}
+
 }  // namespace
+
+// The credentials one request carries.
+struct RequestAuth {
+  std::string bearer;                                // "" for none
+  ExecAuthenticator::CredentialPtr exec_credential;  // what an exec plugin gave, or null
+};
 
 struct HttpClient::Impl {
   Config config;
@@ -125,10 +181,12 @@ struct HttpClient::Impl {
   std::string host;
   int port = 443;
   std::vector<X509Ptr> ca_certs;
-  X509Ptr client_cert;
-  PkeyPtr client_key;
+  bool system_trust = false;  // no CA configured: OpenSSL's default paths
+  std::unique_ptr<ExecAuthenticator> exec;
 
   std::mutex mu;
+  std::shared_ptr<const ClientCert> client_cert;  // guarded by mu
+  std::string exec_cert_pem;  // guarded by mu: the exec PEM client_cert came from
   std::vector<std::unique_ptr<httplib::ClientImpl>> pool;
   std::string token;
   std::chrono::steady_clock::time_point token_read{};
@@ -138,10 +196,7 @@ struct HttpClient::Impl {
 
   Status Init() {
     NVL72_RETURN_IF_ERROR(ParseServer());
-    if (!config.tls_server_name.empty() && config.tls_server_name != host) {
-      return InvalidArgumentError(
-          "tls-server-name different from the server host is not supported");
-    }
+    if (config.exec) exec = std::make_unique<ExecAuthenticator>(*config.exec);
     if (!tls) return Status::Ok();
     if (!config.insecure_skip_tls_verify) NVL72_RETURN_IF_ERROR(LoadCa());
     bool has_cert = !config.client_cert_data.empty() || !config.client_cert_file.empty();
@@ -200,9 +255,8 @@ struct HttpClient::Impl {
 
   Status LoadCa() {
     if (config.ca_data.empty() && config.ca_file.empty()) {
-      return InvalidArgumentError(
-          "no certificate authority configured for " + config.server +
-          " (set certificate-authority[-data], or insecure-skip-tls-verify for tests)");
+      system_trust = true;
+      return Status::Ok();
     }
     auto pem = ReadFileOrData(config.ca_data, config.ca_file, "certificate authority");
     if (!pem.ok()) return pem.status();
@@ -218,18 +272,9 @@ struct HttpClient::Impl {
     if (!cert_pem.ok()) return cert_pem.status();
     auto key_pem = ReadFileOrData(config.client_key_data, config.client_key_file, "client key");
     if (!key_pem.ok()) return key_pem.status();
-    auto certs = ParseCerts(*cert_pem, "client certificate");
-    if (!certs.ok()) return certs.status();
-    client_cert = std::move(certs.value()[0]);
-    std::unique_ptr<BIO, decltype(&BIO_free)> bio(
-        BIO_new_mem_buf(key_pem->data(), static_cast<int>(key_pem->size())), &BIO_free);
-    client_key.reset(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
-    if (!client_key)
-      return InvalidArgumentError("client key is not a PEM private key: " + OpenSslError());
-    if (X509_check_private_key(client_cert.get(), client_key.get()) != 1) {
-      ERR_clear_error();
-      return InvalidArgumentError("client key does not match the client certificate");
-    }
+    auto cc = ParseClientCert(*cert_pem, *key_pem);
+    if (!cc.ok()) return cc.status();
+    client_cert = std::move(cc).value();
     return Status::Ok();
   }
 
@@ -242,32 +287,50 @@ struct HttpClient::Impl {
            std::uniform_int_distribution<int>(0, kWatchTimeoutJitterSeconds - 1)(rng);
   }
 
+  // An SSLClient that trusts the configured CA (or the system store) and presents the client
+  // certificate; it names tls-server-name in SNI and in the host check when one is set.
+  StatusOr<std::unique_ptr<httplib::ClientImpl>> NewTlsConnection() {
+    const std::string& name = config.tls_server_name.empty() ? host : config.tls_server_name;
+    auto ssl = std::make_unique<httplib::SSLClient>(name, port);
+    if (name != host) {
+      auto addr = NumericAddress(host);
+      if (!addr.ok()) return addr.status();
+      ssl->set_hostname_addr_map({{name, *addr}});
+    }
+    SSL_CTX* ctx = ssl->ssl_context();
+    if (ctx == nullptr) return InternalError("TLS context creation failed: " + OpenSslError());
+    ssl->enable_server_certificate_verification(!config.insecure_skip_tls_verify);
+    if (!config.insecure_skip_tls_verify) {
+      X509_STORE* store = SSL_CTX_get_cert_store(ctx);
+      for (const X509Ptr& ca : ca_certs) {
+        if (X509_STORE_add_cert(store, ca.get()) != 1) {
+          ERR_clear_error();  // duplicate certificates are harmless
+        }
+      }
+      if (system_trust && SSL_CTX_set_default_verify_paths(ctx) != 1) {
+        return InternalError("loading the system trust store failed: " + OpenSslError());
+      }
+      ssl->set_ca_cert_path("", kNoSystemCaDir);
+    }
+    std::shared_ptr<const ClientCert> cc;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      cc = client_cert;
+    }
+    if (cc && (SSL_CTX_use_certificate(ctx, cc->cert.get()) != 1 ||
+               SSL_CTX_use_PrivateKey(ctx, cc->key.get()) != 1)) {
+      return InternalError("loading the client certificate into TLS failed: " + OpenSslError());
+    }
+    return std::unique_ptr<httplib::ClientImpl>(std::move(ssl));
+  }
+
   StatusOr<std::unique_ptr<httplib::ClientImpl>> NewConnection(
       std::chrono::milliseconds read_timeout) {
     std::unique_ptr<httplib::ClientImpl> cli;
     if (tls) {
-      auto ssl = std::make_unique<httplib::SSLClient>(host, port);
-      SSL_CTX* ctx = ssl->ssl_context();
-      if (ctx == nullptr) return InternalError("TLS context creation failed: " + OpenSslError());
-      if (config.insecure_skip_tls_verify) {
-        ssl->enable_server_certificate_verification(false);
-      } else {
-        ssl->enable_server_certificate_verification(true);
-        X509_STORE* store = SSL_CTX_get_cert_store(ctx);
-        for (const X509Ptr& ca : ca_certs) {
-          if (X509_STORE_add_cert(store, ca.get()) != 1) {
-            ERR_clear_error();  // duplicate certificates are harmless
-          }
-        }
-        ssl->set_ca_cert_path("", kNoSystemCaDir);
-      }
-      if (client_cert) {
-        if (SSL_CTX_use_certificate(ctx, client_cert.get()) != 1 ||
-            SSL_CTX_use_PrivateKey(ctx, client_key.get()) != 1) {
-          return InternalError("loading the client certificate into TLS failed: " + OpenSslError());
-        }
-      }
-      cli = std::move(ssl);
+      auto ssl = NewTlsConnection();
+      if (!ssl.ok()) return ssl.status();
+      cli = std::move(ssl).value();
     } else {
       cli = std::make_unique<httplib::ClientImpl>(host, port);
     }
@@ -284,7 +347,14 @@ struct HttpClient::Impl {
     // the server's delayed ACK (40 ms on Linux) on every write request.
     cli->set_tcp_nodelay(true);
     cli->set_url_encode(false);
-    cli->set_default_headers({{"User-Agent", config.user_agent}, {"Accept", "application/json"}});
+    httplib::Headers headers{{"User-Agent", config.user_agent}, {"Accept", "application/json"}};
+    // With tls-server-name the client was built for that name: the Host header still names the
+    // server.
+    if (!config.tls_server_name.empty() && config.tls_server_name != host) {
+      headers.emplace("Host", (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
+                                  ":" + std::to_string(port));
+    }
+    cli->set_default_headers(std::move(headers));
     return cli;
   }
 
@@ -323,21 +393,73 @@ struct HttpClient::Impl {
     return token;
   }
 
-  Status AddAuth(httplib::Headers& headers, bool force_token_reload) {
+  // The exec plugin's credential; a new client certificate replaces the old one and empties the
+  // pool (its connections present the old one).
+  StatusOr<ExecAuthenticator::CredentialPtr> ExecCredentialNow() {
+    auto cred = exec->Get();
+    if (!cred.ok()) return cred.status();
+    const ExecCredential& c = **cred;
+    std::lock_guard<std::mutex> l(mu);
+    if (c.client_cert_pem != exec_cert_pem) {
+      std::shared_ptr<const ClientCert> cc;
+      if (!c.client_cert_pem.empty()) {
+        auto parsed = ParseClientCert(c.client_cert_pem, c.client_key_pem);
+        if (!parsed.ok()) {
+          return Status(StatusCode::kUnauthenticated,
+                        exec->config().Describe() + ": " + parsed.status().message());
+        }
+        cc = std::move(parsed).value();
+      }
+      client_cert = std::move(cc);
+      exec_cert_pem = c.client_cert_pem;
+      pool.clear();
+    }
+    return cred;
+  }
+
+  StatusOr<RequestAuth> Auth(bool force_token_reload) {
+    RequestAuth auth;
+    if (exec) {
+      auto cred = ExecCredentialNow();
+      if (!cred.ok()) return cred.status();
+      auth.exec_credential = *cred;
+      auth.bearer = auth.exec_credential->token;
+      return auth;
+    }
     auto token = Token(force_token_reload);
     if (!token.ok()) return token.status();
-    if (!token->empty()) headers.emplace("Authorization", "Bearer " + *token);
-    return Status::Ok();
+    auth.bearer = *token;
+    return auth;
+  }
+
+  static void AddAuth(const RequestAuth& auth, httplib::Headers& headers) {
+    if (!auth.bearer.empty()) headers.emplace("Authorization", "Bearer " + auth.bearer);
+  }
+
+  // After a 401: whether the request is worth sending once more with fresh credentials (a
+  // rotated token file, or an exec plugin run again).
+  bool RefreshAfter401(const RequestAuth& auth, Status* refresh_error) {
+    if (exec) {
+      *refresh_error = exec->Refresh(auth.exec_credential);
+      return refresh_error->ok();
+    }
+    return !config.token_file.empty();
   }
 
   Status TransportFailure(httplib::ClientImpl* cli, httplib::Error err, const std::string& what) {
     std::string m = what + " " + config.server + ": " + httplib::to_string(err);
     if (err == httplib::Error::SSLServerVerification) {
-      if (auto* ssl = dynamic_cast<httplib::SSLClient*>(cli)) {
-        long v = ssl->get_openssl_verify_result();
+      long v = X509_V_OK;
+      if (auto* ssl = dynamic_cast<httplib::SSLClient*>(cli)) v = ssl->get_openssl_verify_result();
+      if (v == X509_V_OK) {  // the chain is trusted: the host check failed
+        m += ": the server certificate does not name \"" +
+             (config.tls_server_name.empty() ? host : config.tls_server_name) +
+             "\" (check the server address or tls-server-name)";
+      } else {
         m += " (" + std::string(X509_verify_cert_error_string(v)) + ")";
+        m += ": the server certificate is not signed by the " +
+             std::string(system_trust ? "system trust store" : "configured certificate authority");
       }
-      m += ": the server certificate is not signed by the configured certificate authority";
     }
     if (err == httplib::Error::ConnectionTimeout) {
       return Status(StatusCode::kDeadlineExceeded, "transport: " + m);
@@ -357,13 +479,15 @@ struct HttpClient::Impl {
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
       };
+      auto auth = Auth(retried_auth);
+      if (!auth.ok()) return auth.status();
       bool pooled = false;
       auto cli = retried_stale ? NewConnection(config.request_timeout) : Acquire(&pooled);
       if (!cli.ok()) return cli.status();
       httplib::Request req;
       req.method = std::string(method);
       req.path = path;
-      NVL72_RETURN_IF_ERROR(AddAuth(req.headers, retried_auth));
+      AddAuth(*auth, req.headers);
       if (body != nullptr) {
         req.body = *body;
         req.headers.emplace("Content-Type", std::string(content_type));
@@ -385,22 +509,31 @@ struct HttpClient::Impl {
         return TransportFailure(cli->get(), err, std::string(method) + " " + path);
       }
       Release(std::move(cli).value());
-      if (res.status == 401 && !config.token_file.empty() && !retried_auth) {
-        retried_auth = true;  // maybe the token rotated: re-read it once
-        continue;
+      Status refresh_error;
+      if (res.status == 401 && !retried_auth) {
+        retried_auth = true;  // maybe the token rotated or expired early: once more with a new one
+        if (RefreshAfter401(*auth, &refresh_error)) continue;
       }
-      if (res.status < 200 || res.status >= 300) {
-        Status s = StatusFromHttp(res.status, res.body);
-        return Status(s.code(), s.message() + " (" + std::string(method) + " " + path + ")");
-      }
-      if (res.body.empty()) return Json();
-      Json parsed = Json::parse(res.body, nullptr, /*allow_exceptions=*/false);
-      if (parsed.is_discarded()) {
-        return InternalError("malformed JSON in the response to " + std::string(method) + " " +
-                             path + ": \"" + res.body.substr(0, 128) + "\"");
-      }
-      return parsed;
+      return Decode(res, std::string(method) + " " + path, refresh_error);
     }
+  }
+
+  // The JSON of a 2xx response, else its status (with why new credentials could not be had).
+  static StatusOr<Json> Decode(const httplib::Response& res, const std::string& request,
+                               const Status& refresh_error) {
+    if (res.status < 200 || res.status >= 300) {
+      Status s = StatusFromHttp(res.status, res.body);
+      std::string m = s.message() + " (" + request + ")";
+      if (!refresh_error.ok()) m += "; running the plugin again failed: " + refresh_error.message();
+      return Status(s.code(), m);
+    }
+    if (res.body.empty()) return Json();
+    Json parsed = Json::parse(res.body, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_discarded()) {
+      return InternalError("malformed JSON in the response to " + request + ": \"" +
+                           res.body.substr(0, 128) + "\"");
+    }
+    return parsed;
   }
 };
 
@@ -684,11 +817,13 @@ Status HttpClient::Watch(const ResourceRef& resource, std::string_view ns,
   const std::string path = WatchPath(resource, ns, options, timeout);
 
   // A dedicated connection: the stream occupies it; reads may be silent for up to `timeout`.
+  auto auth = impl_->Auth(false);
+  if (!auth.ok()) return auth.status();
   auto cli_or = impl_->NewConnection(std::chrono::seconds(timeout + 30));
   if (!cli_or.ok()) return cli_or.status();
   std::unique_ptr<httplib::ClientImpl> cli = std::move(cli_or).value();
   httplib::Headers headers;
-  NVL72_RETURN_IF_ERROR(impl_->AddAuth(headers, false));
+  Impl::AddAuth(*auth, headers);
 
   std::stop_callback cancel(stop, [&cli] { cli->stop(); });
 
@@ -703,7 +838,17 @@ Status HttpClient::Watch(const ResourceRef& resource, std::string_view ns,
   if (!result) {
     return impl_->TransportFailure(cli.get(), result.error(), "watch " + resource.DisplayName());
   }
-  return stream.Result(resource, path);
+  Status s = stream.Result(resource, path);
+  if (s.code() == StatusCode::kUnauthenticated) {
+    // The next watch (the informer restarts it) carries a fresh credential.
+    Status refresh_error;
+    if (!impl_->RefreshAfter401(*auth, &refresh_error) && !refresh_error.ok()) {
+      return Status(s.code(),
+                    s.message() + "; running the plugin again failed: " + refresh_error.message());
+    }
+    if (!impl_->config.token_file.empty()) impl_->Auth(true).status().IgnoreError();
+  }
+  return s;
 }
 
 }  // namespace nvl72::kube

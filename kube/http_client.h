@@ -1,8 +1,10 @@
 // HttpClient: Client over HTTPS to a real API server (cpp-httplib + OpenSSL).
 //
-// TLS: the server certificate is verified against the Config's CA only (the system trust store is
-// not consulted) unless insecure_skip_tls_verify. Client certificate and/or bearer token auth; the
-// token is re-read from token_file (rotation) and never logged or put in an error message.
+// TLS: the server certificate is verified against the Config's CA, or the system trust store when
+// the Config names none, unless insecure_skip_tls_verify; tls_server_name replaces the host in SNI
+// and in the host check. Client certificate and/or bearer token auth; the token is re-read from
+// token_file (rotation), comes from an exec plugin (kube/exec_credential.h; run again on expiry and
+// after a 401, with the request sent once more), and is never logged or put in an error message.
 // Connections are pooled and kept alive; each Watch() uses its own connection with a read timeout
 // longer than the watch's server-side timeout.
 //

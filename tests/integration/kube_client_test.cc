@@ -879,6 +879,40 @@ TEST_F(KubeIntegrationTest, ClientCertificateKubeconfig) {
   EXPECT_TRUE(got.ok()) << got.status();
 }
 
+// A kubeconfig without a certificate authority trusts the system store (OpenSSL's default paths,
+// which SSL_CERT_FILE points elsewhere); tls-server-name is the name checked against the server's
+// certificate while the connection still goes to the server's address.
+TEST_F(KubeIntegrationTest, SystemTrustStoreAndTlsServerName) {
+  char dir[] = "/tmp/nvl72-kube-it-trust-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string ca_path = std::string(dir) + "/ca.pem";
+  if (!config_.ca_data.empty()) {
+    std::ofstream(ca_path) << config_.ca_data;
+  } else {
+    std::filesystem::copy_file(config_.ca_file, ca_path);
+  }
+  Config system = config_;
+  system.ca_data.clear();
+  system.ca_file.clear();
+  unsetenv("SSL_CERT_FILE");
+  Status s = NewClient(system)->Get(kNamespaces, "", "default").status();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << "the local CA is in no system store: " << s;
+  setenv("SSL_CERT_FILE", ca_path.c_str(), 1);
+  s = NewClient(system)->Get(kNamespaces, "", "default").status();
+  unsetenv("SSL_CERT_FILE");
+  EXPECT_TRUE(s.ok()) << "the system store now holds the local CA: " << s;
+
+  Config named = config_;
+  named.tls_server_name = "kubernetes.default";  // a name of the API server's certificate
+  s = NewClient(named)->Get(kNamespaces, "", "default").status();
+  EXPECT_TRUE(s.ok()) << s;
+  named.tls_server_name = "wrong.example";
+  s = NewClient(named)->Get(kNamespaces, "", "default").status();
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("certificate"), std::string::npos) << s;
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(KubeIntegrationTest, BadInputGivesClearErrors) {
   // Unreachable server.
   Config unreachable = config_;
