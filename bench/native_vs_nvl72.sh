@@ -63,7 +63,9 @@ read -r njobs ngangs ngpus < <(jq -r '[(.jobs | length), ([.jobs[] | select(.kin
 log "workload: $njobs jobs ($ngangs gangs), $ngpus GPUs of $((racks * 72)); burst of $singles single pods"
 
 cpu_s() { [[ -n ${1:-} && -r /proc/$1/stat ]] && awk '{printf "%.1f", ($14 + $15) / 100}' "/proc/$1/stat" || echo 0; }
-lc_scheduler_pid() { awk '{print $1}' "$state/run/kube-scheduler.pid" 2>/dev/null; }
+# The local cluster's own kube-scheduler ("" once stopped: its pid file goes; awk would exit 2 and
+# `set -e` end the script without a word).
+lc_scheduler_pid() { [[ -r $state/run/kube-scheduler.pid ]] && awk '{print $1}' "$state/run/kube-scheduler.pid" || true; }
 
 start_system() {  # SYSTEM NS
   case $1 in

@@ -879,6 +879,37 @@ TEST_F(KubeIntegrationTest, ClientCertificateKubeconfig) {
   EXPECT_TRUE(got.ok()) << got.status();
 }
 
+// An exec plugin that answers with a client certificate and key (as some neoclouds' plugins do)
+// instead of a token: the client presents that certificate.
+TEST_F(KubeIntegrationTest, ExecPluginClientCertificate) {
+  std::string cert_kubeconfig = std::filesystem::path(kubeconfig_).parent_path() / "kubeconfig-cert";
+  auto cert_cfg = LoadKubeconfig(cert_kubeconfig);
+  ASSERT_TRUE(cert_cfg.ok()) << cert_cfg.status();
+  char dir[] = "/tmp/nvl72-kube-it-exec-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string out = std::string(dir) + "/credential.json";
+  std::ofstream(out) << Json{{"apiVersion", "client.authentication.k8s.io/v1beta1"},
+                             {"kind", "ExecCredential"},
+                             {"status",
+                              {{"clientCertificateData", cert_cfg->client_cert_data},
+                               {"clientKeyData", cert_cfg->client_key_data}}}}
+                            .dump();
+  Config c = config_;
+  c.token.clear();
+  c.token_file.clear();
+  c.client_cert_data.clear();
+  c.client_key_data.clear();
+  c.exec = ExecConfig{};
+  c.exec->api_version = "client.authentication.k8s.io/v1beta1";
+  c.exec->command = "cat";
+  c.exec->args = {out};
+  c.exec->interactive_mode = "Never";
+  c.exec->user = "cert-plugin";
+  auto got = NewClient(c)->Get(kNamespaces, "", ns_);
+  EXPECT_TRUE(got.ok()) << got.status();
+  std::filesystem::remove_all(dir);
+}
+
 // A kubeconfig without a certificate authority trusts the system store (OpenSSL's default paths,
 // which SSL_CERT_FILE points elsewhere); tls-server-name is the name checked against the server's
 // certificate while the connection still goes to the server's address.
