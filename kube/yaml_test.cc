@@ -88,7 +88,7 @@ TEST(YamlTest, ErrorsNameTheLine) {
 
 TEST(YamlTest, AliasBombAndDeepNestingAreRefused) {
   std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
-  for (int i = 1; i < 9; ++i) {
+  for (int i = 1; i < 6; ++i) {  // 10^6 leaves once expanded
     const std::string n = std::to_string(i);
     bomb.append("a").append(n).append(": &a").append(n).append(" [*a").append(
         std::to_string(i - 1));
