@@ -13,7 +13,7 @@ or 64 GPUs is a gang of 2, 4, 8 or 16 whole 4-GPU nodes that must share one NVLi
 native: each gang is a scheduling.k8s.io/v1beta1 PodGroup (gang minCount, topology constraint on
 nvidia.com/gpu.clique) and an Indexed batch/v1 Job whose pods join it; singles are plain pods; the
 stock kube-scheduler places everything, the Job controller replaces a pod that taint eviction
-removed. nvl72: each gang is an NVL72Job (Required, recovery InPlace); singles name the
+removed, as soon as it is terminating. nvl72: each gang is an NVL72Job (Required, recovery InPlace); singles name the
 nvl72-scheduler profile (kube-scheduler + nvl72-extender).
 """
 import argparse
@@ -124,10 +124,13 @@ def submit(api, system, ns, job, grace):
         api.call("POST", f"/apis/batch/v1/namespaces/{ns}/jobs", {
             "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name},
             "spec": {"completionMode": "Indexed", "completions": n, "parallelism": n,
-                     "backoffLimit": 100,
-                     "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [
-                         {"type": "DisruptionTarget"}]}]},
-                     "template": {"metadata": {"labels": {"bench/job": name}},
+                     # a rank evicted from a dead node is replaced while it still terminates
+                     # there (with a podFailurePolicy only "Failed" would be allowed, and a pod on
+                     # a dead node never gets there)
+                     "backoffLimit": 100, "podReplacementPolicy": "TerminatingOrFailed",
+                     # kwok finishes Job pods at once unless so labelled (docs/local-cluster.md)
+                     "template": {"metadata": {"labels": {
+                         "bench/job": name, "local-cluster.nvl72.dev/run-forever": "true"}},
                                   "spec": {"schedulingGroup": {"podGroupName": name},
                                            "restartPolicy": "Never",
                                            "tolerations": tolerations(grace),
@@ -280,7 +283,20 @@ def node_failure(api, a, ns, gangs, domains):
             return out
         time.sleep(0.5)
     out["replacement_s"] = None
+    out["replacement_pending"] = pending_reasons(c, gang, before)
     return out
+
+
+def pending_reasons(c, gang, before):
+    """Why the gang's new pods are not Running: their PodScheduled condition messages."""
+    reasons = []
+    for p in c.by_job.get(gang, []):
+        if p["metadata"]["uid"] in before:
+            continue
+        for cond in p["status"].get("conditions", []):
+            if cond.get("type") == "PodScheduled" and cond.get("status") != "True":
+                reasons.append(cond.get("message", cond.get("reason", "")))
+    return reasons or ["no new pod"]
 
 
 def burst(api, a, ns, w):
