@@ -113,9 +113,9 @@ for sys in $systems; do
   [[ -n $failed ]] && repair_node "$failed"
   stop_system "$sys" "$ns"
   sched_cpu=$(awk -v a="${cpu[0]}" -v b="${cpu[1]}" 'BEGIN {printf "%.1f", a + b}')
-  rows+=("$(jq -r --arg c "$sched_cpu / ${cpu[2]} / ${cpu[3]}" '
+  rows+=("$(jq -r --arg s "$sys" --arg c "$sched_cpu / ${cpu[2]} / ${cpu[3]}" '
     def n: if . == null then "-" else tostring end;
-    "| \(.system) | \(.gangs_one_domain)/\(.gangs) (\(.gangs_running) running) | \(.gang_start_p50_s | if . == null then "-" else (. * 10 | round / 10 | tostring) end) / \(.gang_start_p99_s | if . == null then "-" else (. * 10 | round / 10 | tostring) end) | \(.free_racks_after_burst) / \(.largest_free_block_nodes) | \(.replacement_s | n) s, \(if .replacement_same_rack == true then "same rack" elif .replacement_same_rack == false then "other rack" else "-" end) | \(.burst_pods_per_s | n) | \($c) |"' "$work/$sys.json")")
+    "| \($s) | \(.gangs_one_domain)/\(.gangs) (\(.gangs_running) running) | \(.gang_start_p50_s | if . == null then "-" else (. * 10 | round / 10 | tostring) end) / \(.gang_start_p99_s | if . == null then "-" else (. * 10 | round / 10 | tostring) end) | \(.free_racks_after_burst) / \(.largest_free_block_nodes) | \(if .replacement_s == null then "none in 180 s" + (if .replacement_pending then ": " + (.replacement_pending[0] | .[0:90]) else "" end) else "\(.replacement_s) s, " + (if .replacement_same_rack then "same rack" else "other rack" end) end) | \(.burst_pods_per_s | n) | \($c) |"' "$work/$sys.json")")
 done
 
 echo "## Stock gang scheduling and nvl72 side by side"

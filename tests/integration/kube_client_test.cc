@@ -882,7 +882,8 @@ TEST_F(KubeIntegrationTest, ClientCertificateKubeconfig) {
 // An exec plugin that answers with a client certificate and key (as some neoclouds' plugins do)
 // instead of a token: the client presents that certificate.
 TEST_F(KubeIntegrationTest, ExecPluginClientCertificate) {
-  std::string cert_kubeconfig = std::filesystem::path(kubeconfig_).parent_path() / "kubeconfig-cert";
+  std::string cert_kubeconfig =
+      std::filesystem::path(kubeconfig_).parent_path() / "kubeconfig-cert";
   auto cert_cfg = LoadKubeconfig(cert_kubeconfig);
   ASSERT_TRUE(cert_cfg.ok()) << cert_cfg.status();
   char dir[] = "/tmp/nvl72-kube-it-exec-XXXXXX";
