@@ -180,13 +180,17 @@ struct HttpClient::Impl {
   bool tls = true;
   std::string host;
   int port = 443;
+  // The name TLS checks (SNI and the host check): tls-server-name, else the host.
+  std::string tls_name;
   std::vector<X509Ptr> ca_certs;
   bool system_trust = false;  // no CA configured: OpenSSL's default paths
   std::unique_ptr<ExecAuthenticator> exec;
 
   std::mutex mu;
   std::shared_ptr<const ClientCert> client_cert;  // guarded by mu
-  std::string exec_cert_pem;  // guarded by mu: the exec PEM client_cert came from
+  // guarded by mu: the exec credential client_cert was last checked against, and its PEM
+  ExecAuthenticator::CredentialPtr exec_cert_source;
+  std::string exec_cert_pem;
   std::vector<std::unique_ptr<httplib::ClientImpl>> pool;
   std::string token;
   std::chrono::steady_clock::time_point token_read{};
@@ -196,6 +200,7 @@ struct HttpClient::Impl {
 
   Status Init() {
     NVL72_RETURN_IF_ERROR(ParseServer());
+    tls_name = config.tls_server_name.empty() ? host : config.tls_server_name;
     if (config.exec) exec = std::make_unique<ExecAuthenticator>(*config.exec);
     if (!tls) return Status::Ok();
     if (!config.insecure_skip_tls_verify) NVL72_RETURN_IF_ERROR(LoadCa());
@@ -290,12 +295,11 @@ struct HttpClient::Impl {
   // An SSLClient that trusts the configured CA (or the system store) and presents the client
   // certificate; it names tls-server-name in SNI and in the host check when one is set.
   StatusOr<std::unique_ptr<httplib::ClientImpl>> NewTlsConnection() {
-    const std::string& name = config.tls_server_name.empty() ? host : config.tls_server_name;
-    auto ssl = std::make_unique<httplib::SSLClient>(name, port);
-    if (name != host) {
+    auto ssl = std::make_unique<httplib::SSLClient>(tls_name, port);
+    if (tls_name != host) {
       auto addr = NumericAddress(host);
       if (!addr.ok()) return addr.status();
-      ssl->set_hostname_addr_map({{name, *addr}});
+      ssl->set_hostname_addr_map({{tls_name, *addr}});
     }
     SSL_CTX* ctx = ssl->ssl_context();
     if (ctx == nullptr) return InternalError("TLS context creation failed: " + OpenSslError());
@@ -350,7 +354,7 @@ struct HttpClient::Impl {
     httplib::Headers headers{{"User-Agent", config.user_agent}, {"Accept", "application/json"}};
     // With tls-server-name the client was built for that name: the Host header still names the
     // server.
-    if (!config.tls_server_name.empty() && config.tls_server_name != host) {
+    if (tls && tls_name != host) {
       headers.emplace("Host", (host.find(':') != std::string::npos ? "[" + host + "]" : host) +
                                   ":" + std::to_string(port));
     }
@@ -400,6 +404,8 @@ struct HttpClient::Impl {
     if (!cred.ok()) return cred.status();
     const ExecCredential& c = **cred;
     std::lock_guard<std::mutex> l(mu);
+    if (*cred == exec_cert_source) return cred;  // the usual case: nothing new
+    exec_cert_source = *cred;
     if (c.client_cert_pem != exec_cert_pem) {
       std::shared_ptr<const ClientCert> cc;
       if (!c.client_cert_pem.empty()) {
@@ -417,7 +423,7 @@ struct HttpClient::Impl {
     return cred;
   }
 
-  StatusOr<RequestAuth> Auth(bool force_token_reload) {
+  StatusOr<RequestAuth> Auth() {
     RequestAuth auth;
     if (exec) {
       auto cred = ExecCredentialNow();
@@ -426,7 +432,7 @@ struct HttpClient::Impl {
       auth.bearer = auth.exec_credential->token;
       return auth;
     }
-    auto token = Token(force_token_reload);
+    auto token = Token(false);
     if (!token.ok()) return token.status();
     auth.bearer = *token;
     return auth;
@@ -436,14 +442,16 @@ struct HttpClient::Impl {
     if (!auth.bearer.empty()) headers.emplace("Authorization", "Bearer " + auth.bearer);
   }
 
-  // After a 401: whether the request is worth sending once more with fresh credentials (a
-  // rotated token file, or an exec plugin run again).
+  // After a 401 with `auth`: gets fresh credentials (the token file read again, or the exec plugin
+  // run again) and says whether the request is worth sending once more with them.
   bool RefreshAfter401(const RequestAuth& auth, Status* refresh_error) {
     if (exec) {
       *refresh_error = exec->Refresh(auth.exec_credential);
       return refresh_error->ok();
     }
-    return !config.token_file.empty();
+    if (config.token_file.empty()) return false;
+    *refresh_error = Token(true).status();
+    return refresh_error->ok();
   }
 
   Status TransportFailure(httplib::ClientImpl* cli, httplib::Error err, const std::string& what) {
@@ -452,8 +460,7 @@ struct HttpClient::Impl {
       long v = X509_V_OK;
       if (auto* ssl = dynamic_cast<httplib::SSLClient*>(cli)) v = ssl->get_openssl_verify_result();
       if (v == X509_V_OK) {  // the chain is trusted: the host check failed
-        m += ": the server certificate does not name \"" +
-             (config.tls_server_name.empty() ? host : config.tls_server_name) +
+        m += ": the server certificate does not name \"" + tls_name +
              "\" (check the server address or tls-server-name)";
       } else {
         m += " (" + std::string(X509_verify_cert_error_string(v)) + ")";
@@ -479,7 +486,7 @@ struct HttpClient::Impl {
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         }
       };
-      auto auth = Auth(retried_auth);
+      auto auth = Auth();
       if (!auth.ok()) return auth.status();
       bool pooled = false;
       auto cli = retried_stale ? NewConnection(config.request_timeout) : Acquire(&pooled);
@@ -524,7 +531,7 @@ struct HttpClient::Impl {
     if (res.status < 200 || res.status >= 300) {
       Status s = StatusFromHttp(res.status, res.body);
       std::string m = s.message() + " (" + request + ")";
-      if (!refresh_error.ok()) m += "; running the plugin again failed: " + refresh_error.message();
+      if (!refresh_error.ok()) m += "; getting new credentials failed: " + refresh_error.message();
       return Status(s.code(), m);
     }
     if (res.body.empty()) return Json();
@@ -817,7 +824,7 @@ Status HttpClient::Watch(const ResourceRef& resource, std::string_view ns,
   const std::string path = WatchPath(resource, ns, options, timeout);
 
   // A dedicated connection: the stream occupies it; reads may be silent for up to `timeout`.
-  auto auth = impl_->Auth(false);
+  auto auth = impl_->Auth();
   if (!auth.ok()) return auth.status();
   auto cli_or = impl_->NewConnection(std::chrono::seconds(timeout + 30));
   if (!cli_or.ok()) return cli_or.status();
@@ -844,9 +851,8 @@ Status HttpClient::Watch(const ResourceRef& resource, std::string_view ns,
     Status refresh_error;
     if (!impl_->RefreshAfter401(*auth, &refresh_error) && !refresh_error.ok()) {
       return Status(s.code(),
-                    s.message() + "; running the plugin again failed: " + refresh_error.message());
+                    s.message() + "; getting new credentials failed: " + refresh_error.message());
     }
-    if (!impl_->config.token_file.empty()) impl_->Auth(true).status().IgnoreError();
   }
   return s;
 }
