@@ -571,9 +571,15 @@ Status FakeClient::Delete(const ResourceRef& resource, std::string_view ns, std:
   Json obj = it->second;
   const Json& finalizers = AtPath(obj, "/metadata/finalizers");
   if (finalizers.is_array() && !finalizers.empty()) {
-    if (!IsBeingDeleted(obj)) {
-      obj["metadata"]["deletionTimestamp"] = NowTime();
-      obj["metadata"]["deletionGracePeriodSeconds"] = options.grace_period_seconds.value_or(0);
+    // As kube-apiserver: deletionTimestamp is the end of the grace period; a second delete may
+    // only shorten it.
+    const int64_t grace = options.grace_period_seconds.value_or(0);
+    const Json& old_grace = AtPath(obj, "/metadata/deletionGracePeriodSeconds");
+    if (!IsBeingDeleted(obj) ||
+        (old_grace.is_number_integer() && grace < old_grace.get<int64_t>())) {
+      obj["metadata"]["deletionTimestamp"] =
+          FormatTime(std::chrono::system_clock::now() + std::chrono::seconds(grace));
+      obj["metadata"]["deletionGracePeriodSeconds"] = grace;
       auto stored = StoreExistingLocked(resource, key, std::move(obj));
       if (!stored.ok()) return stored.status();
     }

@@ -697,6 +697,17 @@ bool NothingRunsAnyMore(const model::ClusterState& state, const Json& pod,
          state.Health(id).no_execute_taint || model::PodTerminated(pod);
 }
 
+// A pod still there kOverdue past its deletionTimestamp (the end of its grace period): no kubelet
+// confirms the deletion (its node died, or it is wedged), so it is forced like one on a dead node;
+// until then a new rank pod cannot take its name.
+constexpr seconds kOverdue{10};
+bool DeletionOverdue(const Json& pod, Time now) {
+  const Json& ts = kube::AtPath(pod, "/metadata/deletionTimestamp");
+  if (!ts.is_string()) return false;
+  auto deadline = kube::ParseTime(ts.get_ref<const std::string&>());
+  return deadline.ok() && now - *deadline > kOverdue;
+}
+
 // A stale pod already being deleted is left alone, unless nothing runs any more and its delete
 // was not forced yet.
 bool AlreadyOnItsWay(const Json& pod, bool dead) {
@@ -879,15 +890,15 @@ StatusOr<bool> JobRecovery::ApplyPlacement(const RecoveryInput& in, const Recove
   return acted;
 }
 
-// (3) Stale rank pods go: force (grace 0) when their node failed, gracefully otherwise. True when
-// it deleted one.
+// (3) Stale rank pods go: force (grace 0) when their node failed or their graceful deletion is
+// overdue, gracefully otherwise. True when it deleted one.
 StatusOr<bool> JobRecovery::DeleteStaleRankPods(const RecoveryInput& in,
                                                 const std::vector<const Json*>& stale,
                                                 const std::string& key) {
   bool deleted = false;
   for (const Json* p : stale) {
     const std::string node = BoundNode(*p);
-    const bool dead = NothingRunsAnyMore(*in.state, *p, node);
+    const bool dead = NothingRunsAnyMore(*in.state, *p, node) || DeletionOverdue(*p, in.now);
     if (AlreadyOnItsWay(*p, dead)) continue;
     kube::DeleteOptions opts;
     opts.precondition_uid = kube::Uid(*p);

@@ -602,6 +602,54 @@ TEST_F(RecoveryTest, MoveModeMovesARankOffACordonedNodeGracefully) {
   for (const auto& r : PlacementOf("next").ranks) EXPECT_NE(r.node, cordoned);
 }
 
+// A graceful delete that no kubelet confirms (the finalizer stands in for it): once the pod is
+// kOverdue (10 s) past its deletionTimestamp it is forced, so the new rank pod can take its name.
+int DeletesOf(const kube::FakeClient& fake, const std::string& name) {
+  int n = 0;
+  for (const auto& a : fake.Actions()) n += a.verb == kube::Verb::kDelete && a.name == name;
+  return n;
+}
+
+TEST_F(RecoveryTest, AGracefulDeleteNobodyConfirmsIsForcedOnceOverdue) {
+  options_.recovery.move_cordoned_ranks = true;
+  options_.recovery.stale_pod_grace_seconds = 30;
+  Restart();
+  AddRacks(2);
+  model::JobPlacement before = StartJob(Job("moe", 16));
+  const std::string old_node = before.ranks[4].node;
+  Mutate(kube::kPods, kNs, "moe-4",
+         [](Json& p) { p["metadata"]["finalizers"] = {"test.nvl72.dev/kubelet"}; });
+  Cordon(*this, old_node);
+  RunUntilQuiet();
+  ASSERT_EQ(DeletesOf(fake_, "moe-4"), 1) << "deleted gracefully once";
+  auto lingering = fake_.Get(kube::kPods, kNs, "moe-4");
+  ASSERT_TRUE(lingering.ok());
+  ASSERT_EQ((*lingering)["spec"]["nodeName"], old_node);
+  EXPECT_EQ((*lingering)["metadata"]["deletionGracePeriodSeconds"], 30);
+  // deletionTimestamp is the end of the grace period (the fake's clock is the real one, which
+  // now_ started from, truncated to seconds).
+  now_ += seconds(35);  // 4-5 s past it: still the kubelet's to confirm
+  Enqueue("team/moe");
+  RunUntilQuiet();
+  EXPECT_EQ(DeletesOf(fake_, "moe-4"), 1);
+  now_ += seconds(10);  // 14-15 s past it
+  Enqueue("team/moe");
+  RunUntilQuiet();
+  EXPECT_EQ(DeletesOf(fake_, "moe-4"), 2) << "forced once overdue";
+  lingering = fake_.Get(kube::kPods, kNs, "moe-4");
+  ASSERT_TRUE(lingering.ok());
+  EXPECT_EQ((*lingering)["metadata"]["deletionGracePeriodSeconds"], 0);
+
+  auto pod = fake_.Get(kube::kPods, kNs, "moe-4");  // the finalizer goes: the pod with it
+  ASSERT_TRUE(pod.ok());
+  (*pod)["metadata"].erase("finalizers");
+  ASSERT_TRUE(fake_.Update(kube::kPods, kNs, *pod).ok());
+  Enqueue("team/moe");
+  RunUntilQuiet();
+  EXPECT_NE(PlacementOf("moe").ranks[4].node, old_node);
+  ExpectOnePodPerRank("moe");
+}
+
 TEST_F(RecoveryTest, MoveModeKeepsACordonedRankWhenNoNodeIsFree) {
   options_.recovery.move_cordoned_ranks = true;
   Restart();

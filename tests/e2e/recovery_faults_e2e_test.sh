@@ -79,7 +79,7 @@ log "namespace, CRD, extender, nvl72 kube-scheduler, operator"
 e2e_namespace "$repo" "$ns" || { fail "namespace $ns not ready"; exit 1; }
 start_extender "$ext_bin" "$workdir/extender.log" || { fail "extender not ready"; exit 1; }
 start_nvl72_scheduler "$repo" "$workdir" "$workdir/nvl72-scheduler.log"
-op_flags=(--admission-resync-seconds 5 --log-level info --spare-reserve hard)
+op_flags=(--admission-resync-seconds 5 --log-level debug --spare-reserve hard)
 start_operator "$op_bin" "$ns" "$workdir/operator.log" "${op_flags[@]}" || { fail "operator not ready"; exit 1; }
 kill -0 "$sched_pid" 2>/dev/null || { fail "nvl72 kube-scheduler exited"; exit 1; }
 ok "extender, nvl72 kube-scheduler and operator running"
@@ -116,6 +116,16 @@ running_on_plan() {
   [[ $(awk '{print $2}' <<<"$t" | sort -un | tr '\n' ' ') == "$(seq -s ' ' 0 $(($2 - 1))) " ]] || return 1
   planned=$(awk '{print $4}' <<<"$t" | sort)
   [[ $planned == "$(placed_nodes "$1")" ]]
+}
+# On a failure: every pod of JOB not Running live on its plan, with its deletion state, finalizers,
+# its node's Ready condition and the operators' lines about it.
+stuck_pods_report() {
+  local name node
+  while read -r name node; do
+    log "  $name: $(api GET "/api/v1/namespaces/$ns/pods/$name" | jq -c '{node: .spec.nodeName, phase: .status.phase, deletionTimestamp: .metadata.deletionTimestamp, grace: .metadata.deletionGracePeriodSeconds, finalizers: .metadata.finalizers}')"
+    [[ $node != - ]] && log "  node $node: $(api GET "/api/v1/nodes/$node" | jq -c '[.status.conditions[]? | select(.type == "Ready") | {status, lastTransitionTime}] + [.spec.taints[]?.key]')"
+    grep -h "$name" "$workdir"/operator*.log | tail -n 8 | cut -c1-300 >&2 || true
+  done < <(pods_of "$1" | awk '!($3 == $4 && $5 == "Running" && $6 == "live") {print $1, $3}')
 }
 recovering_false() { [[ $(cond "$1" Recovering) == False* ]]; }
 summary() { pods_of "$1" | awk '{print $5 "/" $6 "/" ($3 == $4 ? "on-plan" : "off-plan")}' | sort | uniq -c | tr -s ' \n' ' '; }
@@ -227,6 +237,7 @@ if wait_until 60 running_on_plan moe 16; then
   ok "16 pods, one per rank, Running on their planned nodes in $rack2, $(ms_since "$tf") ms after NotReady"
 else
   fail "after the move: $(summary moe)"
+  stuck_pods_report moe
 fi
 kill "$watch_pid" 2>/dev/null || true
 wait "$watch_pid" 2>/dev/null || true
