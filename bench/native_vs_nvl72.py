@@ -7,6 +7,8 @@
       submits the workload to the API server of $NVL72_APISERVER_URL (token $NVL72_TOKEN, CA
       $NVL72_CA_FILE), fails one node of the busiest rack (scripts/local-cluster kubelet stop), sends
       the burst of single pods, and prints the measurements (JSON) on stdout.
+  native_vs_nvl72.py release --namespace NS
+      takes the finalizers off the namespace's pods (cleanup after a run).
 
 Job shapes (trace README): a job of 1, 2 or 4 GPUs is one pod of that many GPUs; a job of 8, 16, 32
 or 64 GPUs is a gang of 2, 4, 8 or 16 whole 4-GPU nodes that must share one NVLink domain.
@@ -17,6 +19,7 @@ removed, as soon as it is terminating. nvl72: each gang is an NVL72Job (Required
 nvl72-scheduler profile (kube-scheduler + nvl72-extender).
 """
 import argparse
+import concurrent.futures
 import csv
 import json
 import os
@@ -73,12 +76,12 @@ class Api:
         self.ctx = ssl.create_default_context(cafile=os.environ["NVL72_CA_FILE"])
         self.token = os.environ["NVL72_TOKEN"]
 
-    def call(self, method, path, body=None):
+    def call(self, method, path, body=None, content_type="application/json"):
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.url + path, data=data, method=method)
         req.add_header("Authorization", "Bearer " + self.token)
         if data is not None:
-            req.add_header("Content-Type", "application/json")
+            req.add_header("Content-Type", content_type)
         try:
             with urllib.request.urlopen(req, context=self.ctx, timeout=30) as r:
                 return json.load(r)
@@ -246,7 +249,8 @@ def run(a):
         "singles": len(w["jobs"]) - len(gangs),
         "singles_running": sum(1 for j in started if j not in gangs),
     }
-    result.update(node_failure(api, a, ns, gangs, domains))
+    if a.node_failure:
+        result.update(node_failure(api, a, ns, gangs, domains))
     result.update(burst(api, a, ns, w))
     result["free_racks_after_burst"], result["largest_free_block_nodes"] = free_blocks(api, w["racks"])
     json.dump(result, sys.stdout)
@@ -318,6 +322,26 @@ def burst(api, a, ns, w):
     return {"burst_bound": len(names), "burst_pods_per_s": round(len(names) / (bound_at - t0), 1)}
 
 
+def release(a):
+    """Takes the finalizers off the namespace's pods (8 at a time): a Job's pods keep
+    batch.kubernetes.io/job-tracking until the Job controller has counted them terminal, which a
+    kubelet reports and kwok's fast stages do not. Cleanup only."""
+    api = Api()
+    pods = api.call("GET", f"/api/v1/namespaces/{a.namespace}/pods")["items"]
+    names = [p["metadata"]["name"] for p in pods if p["metadata"].get("finalizers")]
+
+    def strip(name):
+        try:
+            api.call("PATCH", f"/api/v1/namespaces/{a.namespace}/pods/{name}",
+                     {"metadata": {"finalizers": None}}, "application/merge-patch+json")
+        except RuntimeError:
+            pass  # gone meanwhile
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(strip, names))
+    print(f"released {len(names)} pods", file=sys.stderr)
+
+
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -336,10 +360,16 @@ def main():
     r.add_argument("--settle-seconds", type=float, default=120)
     r.add_argument("--replace-timeout", type=float, default=180)
     r.add_argument("--burst-timeout", type=float, default=120)
+    r.add_argument("--no-node-failure", dest="node_failure", action="store_false",
+                   help="skip the node failure (a large cluster runs with a long node monitor grace)")
     r.add_argument("--local-cluster", required=True)
     r.add_argument("--state", required=True)
+    c = sub.add_parser("release")
+    c.add_argument("--namespace", required=True)
     a = p.parse_args()
-    if a.cmd == "workload":
+    if a.cmd == "release":
+        release(a)
+    elif a.cmd == "workload":
         json.dump(make_workload(a), sys.stdout)
         print()
     else:
