@@ -545,6 +545,24 @@ void WriteRecoveries(std::ostream& out, const Json& job) {
   out << "\n";
 }
 
+// "Fabric:": for a job admitted with ComputeDomains, their names and the ComputeDomainReady
+// condition (the operator's word on them).
+void WriteFabric(std::ostream& out, const Json& job, const model::JobPlacement& placement) {
+  if (Str(kube::AtPath(job, "/status/fabric")) != "ComputeDomain") return;
+  auto spec = model::ParseJobSpec(kube::AtPath(job, "/spec"));
+  const int segments = spec.ok() ? spec->replicas / spec->EffectiveSegmentSize()
+                                 : static_cast<int>(placement.domains.size());
+  out << "  Fabric:      IMEX ComputeDomain " << kube::Name(job) << "-seg-"
+      << (segments > 1 ? "{0.." + std::to_string(segments - 1) + "}" : std::string("0"));
+  const Json* c = model::FindCondition(job, model::kConditionComputeDomainReady);
+  if (c == nullptr) {
+    out << " (not checked yet)\n";
+    return;
+  }
+  out << ": " << (Str(kube::AtPath(*c, "/status")) == "True" ? "Ready" : "not Ready") << " ("
+      << Str(kube::AtPath(*c, "/reason")) << ": " << Str(kube::AtPath(*c, "/message")) << ")\n";
+}
+
 // A placed job: its domains, each segment's domain with the job's nodes marked, every rank, the
 // message of the condition that placed it and its recoveries.
 void ExplainPlaced(std::ostream& out, const ClusterView& view, const Json& job,
@@ -556,6 +574,7 @@ void ExplainPlaced(std::ostream& out, const ClusterView& view, const Json& job,
       << "\n";
   out << SegmentRows(view, job, placement, namer);
   WriteRanks(out, view, job, placement);
+  WriteFabric(out, job, placement);
   WriteWhyHere(out, job);
   WriteRecoveries(out, job);
 }

@@ -157,6 +157,28 @@ TEST(RenderExplainTest, RunningJob) {
   EXPECT_NE(out.find("Admitted  True    Placed"), std::string::npos) << out;
 }
 
+TEST(RenderExplainTest, AJobWithComputeDomainsShowsThemAndWhetherTheyAreReady) {
+  ClusterView v = FixtureView();
+  Json job = v.jobs[1];  // default/train
+  EXPECT_EQ(RenderExplain(v, job).find("Fabric:"), std::string::npos) << "none without";
+  job["status"]["fabric"] = "ComputeDomain";
+  EXPECT_NE(RenderExplain(v, job).find("Fabric:      IMEX ComputeDomain train-seg-0 (not checked "
+                                       "yet)\n"),
+            std::string::npos)
+      << RenderExplain(v, job);
+  job["status"]["conditions"].push_back({{"type", "ComputeDomainReady"},
+                                         {"status", "False"},
+                                         {"reason", "NotReady"},
+                                         {"message",
+                                          "ComputeDomain train-seg-0 not Ready: 2 of 3 "
+                                          "nodes joined"}});
+  const std::string out = RenderExplain(v, job);
+  EXPECT_NE(out.find("Fabric:      IMEX ComputeDomain train-seg-0: not Ready (NotReady: "
+                     "ComputeDomain train-seg-0 not Ready: 2 of 3 nodes joined)\n"),
+            std::string::npos)
+      << out;
+}
+
 // Issue 27 case 10: a Preferred gang whose one segment spans two domains is one segment with a row
 // per domain it uses, not two segments of which one is empty.
 TEST(RenderExplainTest, APreferredSegmentSpanningTwoDomainsIsOneSegmentWithARowPerDomain) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/names.h"
+
 namespace nvl72::model {
 namespace {
 
@@ -53,6 +55,25 @@ std::pair<int, placement::DomainId> BestDomain(const placement::Snapshot& s,
   return best;
 }
 
+// The ComputeDomain a node serves (kComputeDomainNodeLabel), "" when none.
+std::string_view ComputeDomainOf(const NodeFacts& facts) {
+  for (const auto& [key, value] : facts.labels) {
+    if (key == kComputeDomainNodeLabel) return value;
+  }
+  return "";
+}
+
+// Nodes that hold a rank of the job `key` (its reservation in `state`).
+std::vector<bool> OwnNodes(const ClusterState& state, std::string_view key) {
+  std::vector<bool> own(state.snapshot().nodes.size(), false);
+  const Reservation* r = key.empty() ? nullptr : state.FindReservation(key);
+  if (r == nullptr) return own;
+  for (placement::NodeId id : r->rank_nodes) {
+    if (id != placement::kNoNode) own[static_cast<size_t>(id)] = true;
+  }
+  return own;
+}
+
 }  // namespace
 
 StatusOr<PodConstraints> RankPodConstraints(const JobSpec& spec, std::string_view gpu_resource) {
@@ -83,17 +104,22 @@ std::string JobNodes::Summary() const {
 }
 
 JobNodes EvaluateJobNodes(const ClusterState& state, const PodConstraints& pod,
-                          const std::vector<std::string>& refused) {
+                          const std::vector<std::string>& refused, std::string_view job_key) {
   JobNodes out;
   const auto& nodes = state.snapshot().nodes;
   out.total = static_cast<int>(nodes.size());
   out.allowed.assign(nodes.size(), false);
+  const std::vector<bool> own = OwnNodes(state, job_key);
   for (placement::NodeId id = 0; id < out.total; ++id) {
     const Fit fit = CheckNode(pod, state.Facts(id), state.Usage(id));
     if (!fit.ok()) {
       Count(out.excluded, CauseOf(fit));
     } else if (std::find(refused.begin(), refused.end(), state.NodeName(id)) != refused.end()) {
       Count(out.excluded, {"kube-scheduler's earlier refusal (status.refusedNodes)", ""});
+    } else if (!own[static_cast<size_t>(id)] && !ComputeDomainOf(state.Facts(id)).empty()) {
+      Count(out.excluded,
+            {"another ComputeDomain (node label " + std::string(kComputeDomainNodeLabel) + ")",
+             state.NodeName(id)});
     } else {
       out.allowed[static_cast<size_t>(id)] = true;
       ++out.allowed_count;
@@ -159,7 +185,7 @@ JobVerdict JudgeJob(const ClusterState& state, const Json& job, const JobSpec& s
     v.request = ToGangRequest(spec, std::move(key), priority);
     return v;
   }
-  v.nodes = EvaluateJobNodes(state, *pod, RefusedNodes(job));
+  v.nodes = EvaluateJobNodes(state, *pod, RefusedNodes(job), key);
   v.request = JobGangRequest(spec, std::move(key), priority, v.nodes);
   return v;
 }

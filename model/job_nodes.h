@@ -45,8 +45,12 @@ struct JobNodes {
 };
 
 // `refused`: node names kube-scheduler refused a rank of this job on (status.refusedNodes).
+// A node labelled for a ComputeDomain (kComputeDomainNodeLabel: NVIDIA's driver serves one per
+// node) is ruled out too, unless it holds a rank of the job `job_key` already: it may serve only
+// the gang whose ComputeDomain it is in, and a gang's new ranks never go there.
 JobNodes EvaluateJobNodes(const ClusterState& state, const PodConstraints& pod,
-                          const std::vector<std::string>& refused = {});
+                          const std::vector<std::string>& refused = {},
+                          std::string_view job_key = "");
 
 // ToGangRequest with the verdict as allowed_nodes.
 placement::GangRequest JobGangRequest(const JobSpec& spec, std::string key, int priority,

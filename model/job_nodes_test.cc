@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "model/names.h"
 #include "model/test_objects_for_test.h"
 
 namespace nvl72::model {
@@ -101,6 +102,29 @@ TEST(EvaluateJobNodesTest, SelectorResourcesAndRefusedNodes) {
   EXPECT_EQ(Allowed(st, n), (std::vector<std::string>{"a0", "a2"}));
   EXPECT_NE(n.Summary().find("1 by kube-scheduler's earlier refusal"), std::string::npos)
       << n.Summary();
+}
+
+// NVIDIA's driver serves one ComputeDomain per node: a node labelled for one is off limits to every
+// gang but the one whose rank is already there.
+TEST(EvaluateJobNodesTest, ANodeOfAnotherComputeDomainIsRuledOutExceptForTheGangOnIt) {
+  std::vector<Json> nodes = Racks();
+  nodes[1]["metadata"]["labels"][std::string(kComputeDomainNodeLabel)] = "uid-of-a-users-domain";
+  nodes[2]["metadata"]["labels"][std::string(kComputeDomainNodeLabel)] = "uid-of-j-seg-0";
+  Json j = testing::Job({.ns = "ns", .name = "j", .replicas = 1});
+  j["status"]["placement"] = {{"domains", {"a"}},
+                              {"ranks", {{{"rank", 0}, {"node", "a2"}, {"pod", "j-0"}}}}};
+  const ClusterState st = ClusterState::Build(nodes, {}, {j}, {});
+  auto plain = RankPodConstraints(Spec(1, "{}"), "nvidia.com/gpu");
+  ASSERT_TRUE(plain.ok());
+  JobNodes own = EvaluateJobNodes(st, *plain, {}, "ns/j");
+  EXPECT_EQ(Allowed(st, own), (std::vector<std::string>{"a0", "a2"}));
+  EXPECT_NE(
+      own.Summary().find(
+          "1 by another ComputeDomain (node label resource.nvidia.com/computeDomain) (e.g. a1)"),
+      std::string::npos)
+      << own.Summary();
+  JobNodes other = EvaluateJobNodes(st, *plain, {}, "ns/other");
+  EXPECT_EQ(Allowed(st, other), (std::vector<std::string>{"a0"}));
 }
 
 TEST(WaitingReasonTest, NeverFitsThenConstraintsThenTheCoresReason) {

@@ -234,7 +234,26 @@ Status ReadTemplate(const Json& spec, JobSpec* out) {
   return Status::Ok();
 }
 
+// spec.fabric: ComputeDomain | None; absent = the operator's default.
+Status ReadFabric(const Json& spec, std::optional<Fabric>* out) {
+  if (auto it = spec.find("fabric"); it == spec.end() || it->is_null()) return Status::Ok();
+  std::string fabric;
+  NVL72_RETURN_IF_ERROR(ReadString(spec, "fabric", "spec.fabric", &fabric));
+  if (fabric == "ComputeDomain") {
+    *out = Fabric::kComputeDomain;
+  } else if (fabric == "None") {
+    *out = Fabric::kNone;
+  } else {
+    return FieldError("spec.fabric", "must be ComputeDomain or None (got \"" + fabric + "\")");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+std::string_view FabricName(Fabric fabric) {
+  return fabric == Fabric::kComputeDomain ? "ComputeDomain" : "None";
+}
 
 std::string_view RecoveryPolicyName(RecoveryPolicy policy) {
   switch (policy) {
@@ -255,6 +274,7 @@ StatusOr<JobSpec> ParseJobSpec(const Json& spec, const SpecLimits& limits) {
   NVL72_RETURN_IF_ERROR(ReadTopology(spec, &out));
   NVL72_RETURN_IF_ERROR(CheckSegmentFitsDomain(out, limits));
   NVL72_RETURN_IF_ERROR(ReadBool(spec, "preemptible", "spec.preemptible", &out.preemptible));
+  NVL72_RETURN_IF_ERROR(ReadFabric(spec, &out.fabric));
   NVL72_RETURN_IF_ERROR(ReadRecovery(spec, &out.recovery));
   NVL72_RETURN_IF_ERROR(ReadTemplate(spec, &out));
   return out;

@@ -27,6 +27,14 @@ enum class RecoveryPolicy {
 };
 std::string_view RecoveryPolicyName(RecoveryPolicy policy);  // "InPlace", "RestartGang", "None"
 
+// spec.fabric: how the ranks of a segment reach each other over NVLink on GB200.
+enum class Fabric {
+  kComputeDomain,  // an IMEX ComputeDomain per segment (NVIDIA's DRA driver); channel claim per
+                   // rank
+  kNone,           // nothing (the ranks use NVLink only inside a node, or the cluster needs none)
+};
+std::string_view FabricName(Fabric fabric);  // "ComputeDomain", "None"
+
 struct RecoverySpec {
   RecoveryPolicy policy = RecoveryPolicy::kInPlace;
   int not_ready_grace_seconds = 60;
@@ -43,6 +51,8 @@ struct JobSpec {
   placement::TopologyMode mode = placement::TopologyMode::kRequired;
   int segment_size = 0;  // 0 = the whole gang is one segment
   bool preemptible = false;
+  // spec.fabric; nullopt = the operator's default (--compute-domains).
+  std::optional<Fabric> fabric;
   RecoverySpec recovery;
   Json pod_template = Json::object();  // spec.template (a PodTemplateSpec), as given
   // MASTER_PORT the template's containers set themselves (a literal port; every container that sets

@@ -37,6 +37,10 @@ inline constexpr std::string_view kRankToleratedNoExecuteTaints[] = {kTaintNodeN
 inline constexpr std::string_view kDefaultDomainLabel = "nvidia.com/gpu.clique";
 inline constexpr std::string_view kGpuResource = "nvidia.com/gpu";
 inline constexpr std::string_view kHostnameLabel = "kubernetes.io/hostname";
+// Set by NVIDIA's DRA driver on a node that serves a ComputeDomain (value: its uid), while a
+// channel claim of it is prepared there. A node serves one ComputeDomain at a time, so a node with
+// this label is not free for the rank of another gang (model/job_nodes.h).
+inline constexpr std::string_view kComputeDomainNodeLabel = "resource.nvidia.com/computeDomain";
 
 // --- scheduling ---
 inline constexpr std::string_view kSchedulerName = "nvl72-scheduler";
@@ -55,6 +59,8 @@ inline constexpr std::string_view kConditionRunning = "Running";
 inline constexpr std::string_view kConditionSucceeded = "Succeeded";
 inline constexpr std::string_view kConditionFailed = "Failed";
 inline constexpr std::string_view kConditionRecovering = "Recovering";
+// The job's ComputeDomains (one per segment) are Ready (operator/compute_domains.h).
+inline constexpr std::string_view kConditionComputeDomainReady = "ComputeDomainReady";
 
 // Defaults of a domain (one GB200 NVL72 rack) used by spec validation.
 inline constexpr int kDefaultDomainNodes = 18;

@@ -183,6 +183,8 @@ ReconcilerOptions ReconcilerOptionsFrom(const Options& o) {
   ropts.stuck_after = std::chrono::seconds(o.stuck_seconds);
   ropts.safety_net.max_replans = o.max_replans;
   ropts.pod_groups = ParsePodGroupsMode(o.pod_groups).value_or(PodGroupsMode::kAuto);
+  ropts.compute_domains =
+      ParseComputeDomainsMode(o.compute_domains).value_or(ComputeDomainsMode::kAuto);
   return ropts;
 }
 
@@ -346,6 +348,7 @@ Status Controller::Run(std::stop_token stop) {
       ReconcilerOptionsFrom(options_));
   WireReconciler(&reconciler, &queue);
   NVL72_RETURN_IF_ERROR(reconciler.pod_groups()->Start());
+  NVL72_RETURN_IF_ERROR(reconciler.compute_domains()->Start());
 
   AttachProbes(&queue, &caches);
   // Detaches them before the queue and the informers go out of scope.

@@ -1,5 +1,6 @@
 #include "operator/job_objects.h"
 
+#include <algorithm>
 #include <ctime>
 #include <functional>
 #include <initializer_list>
@@ -330,6 +331,35 @@ std::string WaitingContainerDetail(const Json& pod, int rank) {
       });
 }
 
+// "rank 3: resource claim nvl72-channel not created yet (from ResourceClaimTemplate T)" for the
+// first claim of `pod` made from a template that kube-controller-manager has not made yet (the
+// pod's status.resourceClaimStatuses has no entry for it), else "".
+// Whether status.resourceClaimStatuses (`made`) has an entry for the pod's claim `name`.
+bool ClaimMade(const Json& made, const std::string& name) {
+  if (!made.is_array()) return false;
+  return std::any_of(made.begin(), made.end(),
+                     [&](const Json& m) { return m.is_object() && m.value("name", "") == name; });
+}
+
+std::string PendingClaimDetail(const Json& pod, int rank) {
+  const Json& claims = kube::AtPath(pod, "/spec/resourceClaims");
+  if (!claims.is_array()) return "";
+  const Json& made = kube::AtPath(pod, "/status/resourceClaimStatuses");
+  for (const Json& c : claims) {
+    const std::string tmpl = c.is_object() ? c.value("resourceClaimTemplateName", "") : "";
+    if (tmpl.empty()) continue;
+    const std::string name = c.value("name", "");
+    if (ClaimMade(made, name)) continue;
+    std::string out = "rank " + std::to_string(rank) + ": resource claim ";
+    out += name;
+    out += " not created yet (from ResourceClaimTemplate ";
+    out += tmpl;
+    out += ")";
+    return out;
+  }
+  return "";
+}
+
 }  // namespace
 
 PodSummary SummarizePods(const model::JobPlacement& placement,
@@ -356,6 +386,7 @@ PodSummary SummarizePods(const model::JobPlacement& placement,
     }
     std::string phase;
     if (p->contains("status")) phase = (*p)["status"].value("phase", "");
+    if (node.empty() && s.claim_pending.empty()) s.claim_pending = PendingClaimDetail(*p, rank);
     if (phase == "Pending" && !node.empty() && s.waiting.empty()) {
       s.waiting = WaitingContainerDetail(*p, rank);
     }
@@ -477,6 +508,7 @@ NotRunning NotRunningReason(const PodSummary& s) {
   if (s.misplaced > 0) {
     return {"Misplaced", head + std::to_string(s.misplaced) + " rank pods bound to another node"};
   }
+  if (!s.claim_pending.empty()) return {"ClaimPending", head + s.claim_pending};
   if (!s.waiting.empty()) return {"ContainerWaiting", head + s.waiting};
   if (s.bound + s.misplaced < s.ranks) {
     const int unbound = s.ranks - s.bound - s.misplaced;

@@ -79,6 +79,10 @@ struct PodSummary {
   // The first bound, pending rank whose container waits with a reason (ErrImagePull,
   // CreateContainerConfigError...): "rank 3: container trainer ImagePullBackOff: <message>".
   std::string waiting;
+  // The first unbound rank whose resource claim kube-controller-manager has not made from its
+  // template yet (a ComputeDomain's channel template the driver has not created, or a user's
+  // template that does not exist): kube-scheduler waits for the claim and says nothing.
+  std::string claim_pending;
 };
 // `pods` are the job's pods (any order; pods that are no rank of this placement are ignored).
 PodSummary SummarizePods(const model::JobPlacement& placement,
@@ -108,7 +112,8 @@ bool ApplyInvalidStatus(Json& status, std::string_view message, int64_t generati
 std::string JoinDomains(const std::vector<std::string>& domains);
 
 // Why not every rank of a placed job runs, most specific first: PodRejected, Unschedulable,
-// Misplaced, ContainerWaiting, PodsPending (not bound yet), RanksNotRunning (bound and starting).
+// Misplaced, ClaimPending, ContainerWaiting, PodsPending (not bound yet), RanksNotRunning (bound
+// and starting).
 struct NotRunning {
   std::string_view reason;
   std::string message;

@@ -359,6 +359,8 @@ TEST(NotRunningReasonTest, MostSpecificCauseFirst) {
             "2 of 4 ranks running; 1 rank pods not bound to a node yet");
   s.waiting = "rank 3: container c ImagePullBackOff: x";
   EXPECT_EQ(NotRunningReason(s).reason, "ContainerWaiting");
+  s.claim_pending = "rank 1: resource claim c not created yet (from ResourceClaimTemplate t)";
+  EXPECT_EQ(NotRunningReason(s).reason, "ClaimPending");
   s.misplaced = 1;
   EXPECT_EQ(NotRunningReason(s).reason, "Misplaced");
   s.refused = "rank 1 on n1: no";
@@ -383,6 +385,29 @@ TEST(SummaryTest, ABoundPendingRankWithAWaitingContainerIsNamed) {
             "rank 0: container trainer ImagePullBackOff: Back-off pulling image");
   pod["status"]["containerStatuses"][0]["state"]["waiting"]["reason"] = "ContainerCreating";
   EXPECT_EQ(SummarizePods(p, {&pod}).waiting, "") << "normal start-up is no reason";
+}
+
+// A rank whose claim kube-controller-manager has not made from its template yet: kube-scheduler
+// waits for the claim in silence, so the summary names it (reason ClaimPending).
+TEST(SummaryTest, AnUnboundRankWhoseClaimIsNotMadeYetIsNamed) {
+  model::JobPlacement p;
+  p.domains = {"d"};
+  p.ranks = {{0, "n0", "j-0"}};
+  Json pod = Json::parse(R"({"metadata": {"name": "j-0",
+      "labels": {"nvl72.dev/job": "j", "nvl72.dev/rank": "0"},
+      "annotations": {"nvl72.dev/node": "n0"}},
+      "spec": {"resourceClaims": [{"name": "scratch", "resourceClaimName": "mine"},
+                                  {"name": "nvl72-channel", "resourceClaimTemplateName": "j-seg-0-channel"}]},
+      "status": {"phase": "Pending"}})");
+  PodSummary s = SummarizePods(p, {&pod});
+  EXPECT_EQ(s.claim_pending,
+            "rank 0: resource claim nvl72-channel not created yet (from ResourceClaimTemplate "
+            "j-seg-0-channel)");
+  EXPECT_EQ(NotRunningReason(s).reason, "ClaimPending");
+  pod["status"]["resourceClaimStatuses"] = {
+      {{"name", "nvl72-channel"}, {"resourceClaimName", "j-0-nvl72-channel-x7k2p"}}};
+  EXPECT_EQ(SummarizePods(p, {&pod}).claim_pending, "") << "made: kube-scheduler's turn";
+  EXPECT_EQ(NotRunningReason(SummarizePods(p, {&pod})).reason, "PodsPending");
 }
 
 // The stuck rule: Running False for at least the bound, on a job that holds a reservation.

@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 
+#include "operator/compute_domains.h"
 #include "operator/pod_groups.h"
 #include "placement/policy.h"
 
@@ -74,6 +75,11 @@ Usage: nvl72-operator [flags]
                                domain label for Required gangs) that its rank pods join. auto: when
                                the API server serves PodGroups (asked again every minute); on:
                                always (refuses to start without them); off: never (default auto)
+  --compute-domains MODE       the default of spec.fabric: each gang segment gets an IMEX
+                               ComputeDomain (resource.nvidia.com/v1beta1, NVIDIA's DRA driver) and
+                               every rank pod its channel claim. auto: when the API server serves
+                               ComputeDomains (asked again every 10 s); on: always (refuses to
+                               start without the CRD); off: never (default auto)
   --help                       this text
   --version                    print the version
 )";
@@ -110,6 +116,7 @@ OptionTable MakeOptionTable(Options& o, std::string* spare_reserve) {
                {"cordoned-ranks", &o.cordoned_ranks},
                {"log-format", &o.log_format},
                {"pod-groups", &o.pod_groups},
+               {"compute-domains", &o.compute_domains},
                {"spare-reserve", spare_reserve}};
   t.ints = {{"spares-per-domain", &o.spares_per_domain},
             {"workers", &o.workers},
@@ -211,6 +218,10 @@ Status ValidateChoicesAndLimits(Options* o, const std::string& spare_reserve) {
   if (!ParsePodGroupsMode(o->pod_groups)) {
     return InvalidArgumentError("--pod-groups: expected auto, on or off, got \"" + o->pod_groups +
                                 "\"");
+  }
+  if (!ParseComputeDomainsMode(o->compute_domains)) {
+    return InvalidArgumentError("--compute-domains: expected auto, on or off, got \"" +
+                                o->compute_domains + "\"");
   }
   if (o->cordoned_ranks != "keep" && o->cordoned_ranks != "move") {
     return InvalidArgumentError("--cordoned-ranks: expected keep or move, got \"" +

@@ -61,6 +61,8 @@ struct Options {
   std::string log_format = "text";  // text | json
   // Stock gang scheduling (operator/pod_groups.h): auto | on | off.
   std::string pod_groups = "auto";
+  // The default of spec.fabric (operator/compute_domains.h): auto | on | off.
+  std::string compute_domains = "auto";
   // /healthz fails when keys are ready in the work queue but no reconcile finished for this long.
   int health_stall_seconds = 300;  // 0 = off
   bool help = false;

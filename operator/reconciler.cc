@@ -70,6 +70,9 @@ Reconciler::Reconciler(kube::Client* client, const ObjectStore* store, kube::Eve
       client_, PodGroupWriter::Options{.mode = options_.pod_groups,
                                        .cluster = options_.cluster,
                                        .field_manager = options_.field_manager});
+  compute_domains_ = std::make_unique<ComputeDomainWriter>(
+      client_, ComputeDomainWriter::Options{.mode = options_.compute_domains,
+                                            .field_manager = options_.field_manager});
   recovery_ =
       std::make_unique<JobRecovery>(client_, events_, policy_.get(), enqueue_,
                                     JobRecovery::Config{.options = options_.recovery,
@@ -317,16 +320,18 @@ void Reconciler::Admit(model::ClusterState& state, const Pending& p,
   const auto t0 = Clock::now();
   const model::JobVerdict verdict =
       model::JudgeJob(state, *p.job, p.spec, p.key, p.priority, options_.cluster.gpu_resource);
+  const std::string error =
+      verdict.error.empty() ? compute_domains_->Unavailable(p.spec) : verdict.error;
   placement::GangDecision d;
-  if (verdict.error.empty()) d = policy_->PlaceGang(state.snapshot(), verdict.request);
+  if (error.empty()) d = policy_->PlaceGang(state.snapshot(), verdict.request);
   const double secs = SecondsSince(t0);
   pass->stats.decision_seconds.push_back(secs);
   if (metrics_ != nullptr) metrics_->ObserveDecision(secs);
 
   if (!d.placed) {
-    d.reason = verdict.error.empty()
+    d.reason = error.empty()
                    ? model::WaitingReason(state.snapshot(), verdict.request, verdict.nodes, d)
-                   : verdict.error;
+                   : error;
     KeepWaiting(p, verdict.request, d.reason, now, pass);
     return;
   }
@@ -359,7 +364,7 @@ void Reconciler::CommitAdmission(model::ClusterState& state, const Pending& p,
                                  std::chrono::system_clock::time_point now, AdmissionPass* pass) {
   model::JobPlacement placement =
       model::MakeJobPlacement(state.snapshot(), decided, kube::Name(*p.job), p.spec.segment_size);
-  auto committed = Commit(*p.job, placement);
+  auto committed = Commit(*p.job, placement, compute_domains_->Wanted(p.spec));
   if (!committed.ok()) {
     NVL72_LOG(kWarning).Job(p.key) << "commit of " << p.key << " failed: " << committed.status();
     if (pass->first_error.ok()) pass->first_error = committed.status();
@@ -415,7 +420,7 @@ Status Reconciler::FinishPass(const model::ClusterState& state, AdmissionPass pa
 }
 
 StatusOr<std::optional<Reconciler::Committed>> Reconciler::Commit(
-    const Json& cached, const model::JobPlacement& placement) {
+    const Json& cached, const model::JobPlacement& placement, bool compute_domains) {
   const std::string ns = kube::Namespace(cached);
   const std::string name = kube::Name(cached);
   for (int attempt = 0; attempt < 5; ++attempt) {
@@ -437,14 +442,29 @@ StatusOr<std::optional<Reconciler::Committed>> Reconciler::Commit(
     Json obj = std::move(fresh).value();
     Json status = obj.contains("status") ? obj["status"] : Json::object();
     ApplyAdmittedStatus(status, placement, kube::Generation(obj), wall_clock_());
+    status["fabric"] = std::string(
+        model::FabricName(compute_domains ? model::Fabric::kComputeDomain : model::Fabric::kNone));
     obj["status"] = std::move(status);
     auto written = client_->UpdateStatus(Nvl72JobsResource(), ns, obj,
                                          {.field_manager = options_.field_manager});
-    if (written.ok())
+    if (written.ok()) {
+      if (compute_domains) CheckFabricKept(*written);
       return std::optional<Committed>(Committed{true, placement, std::move(written).value()});
+    }
     if (!kube::IsConflict(written.status())) return written.status();
   }
   return Status(StatusCode::kConflict, "status of " + ns + "/" + name + " kept changing");
+}
+
+// An NVL72Job CRD older than this operator prunes status.fabric (Helm never upgrades CRDs): the job
+// then runs without the ComputeDomains it was admitted with. Said once, loudly.
+void Reconciler::CheckFabricKept(const Json& written) {
+  if (!kube::AtPath(written, "/status/fabric").is_null() || stale_crd_logged_.exchange(true))
+    return;
+  NVL72_LOG(kError).Job(kube::KeyOf(written))
+      << "the API server dropped status.fabric of " << kube::KeyOf(written)
+      << ": the NVL72Job CRD is older than this operator, so jobs run without ComputeDomains; "
+         "apply crds/nvl72jobs.nvl72.dev.yaml of this release (docs/helm.md)";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -500,6 +520,8 @@ Status Reconciler::Finalize(const Json& job) {
     if (!s.ok() && !kube::IsNotFound(s) && first_error.ok()) first_error = s;
     s = pod_groups_->Delete(job);
     if (!s.ok() && first_error.ok()) first_error = s;
+    s = compute_domains_->Delete(job);
+    if (!s.ok() && first_error.ok()) first_error = s;
   }
   NVL72_RETURN_IF_ERROR(first_error);
 
@@ -529,7 +551,8 @@ Status Reconciler::Finalize(const Json& job) {
 
 Status Reconciler::EnsureObjects(const Json& job, const model::JobSpec& spec,
                                  const model::JobPlacement& placement,
-                                 const std::vector<ObjectPtr>& pods, std::string* rejected) {
+                                 const std::vector<ObjectPtr>& pods,
+                                 const std::vector<SegmentDomain>* domains, std::string* rejected) {
   const std::string ns = kube::Namespace(job);
   std::map<std::string, const Json*> existing;
   for (const auto& p : pods) existing[kube::Name(*p)] = p.get();
@@ -556,8 +579,11 @@ Status Reconciler::EnsureObjects(const Json& job, const model::JobSpec& spec,
   for (const auto& p : pods) pod_ptrs.push_back(p.get());
   for (const auto& rank : placement.ranks) {
     if (existing.count(rank.pod) != 0) continue;
+    const int segment = SegmentOfRank(spec, rank.rank);
+    if (domains != nullptr && !(*domains)[static_cast<size_t>(segment)].template_ready) continue;
     Json pod = BuildRankPod(job, spec, rank, options_.master_port, options_.cluster.gpu_resource);
     JoinPodGroup(pod, PodGroupToJoin(kube::Name(job), spec, rank.rank, pod_ptrs, groups));
+    if (domains != nullptr) AddChannelClaim(pod, ChannelTemplateName(kube::Name(job), segment));
     auto r = client_->Create(kube::kPods, ns, pod, {.field_manager = options_.field_manager});
     if (r.ok()) {
       ++created;
@@ -668,9 +694,20 @@ Status Reconciler::ReconcileJob(const std::string& key) {
   if (auto released = CheckRefusedRanks(*job, *placement, pods); !released.ok() || *released) {
     return released.ok() ? Status::Ok() : released.status();
   }
+  auto domains = EnsureComputeDomains(*job, *spec);
+  NVL72_RETURN_IF_ERROR(domains.status());
+  const std::vector<SegmentDomain>* in_use = domains->has_value() ? &**domains : nullptr;
   std::string rejected;
-  NVL72_RETURN_IF_ERROR(EnsureObjects(*job, *spec, *placement, pods, &rejected));
-  return UpdatePodStatus(key, *job, *placement, pods, rejected, now);
+  NVL72_RETURN_IF_ERROR(EnsureObjects(*job, *spec, *placement, pods, in_use, &rejected));
+  return UpdatePodStatus(key, *job, *placement, pods, in_use, rejected, now);
+}
+
+StatusOr<std::optional<std::vector<SegmentDomain>>> Reconciler::EnsureComputeDomains(
+    const Json& job, const model::JobSpec& spec) {
+  if (!UsesComputeDomains(job)) return std::optional<std::vector<SegmentDomain>>();
+  auto domains = compute_domains_->Ensure(job, spec);
+  if (!domains.ok()) return domains.status();
+  return std::optional<std::vector<SegmentDomain>>(std::move(domains).value());
 }
 
 // The job is gone: forget what this process remembers of it; its GPUs may be free.
@@ -731,7 +768,9 @@ StatusOr<bool> Reconciler::CheckRecovery(const Json& job, const model::JobSpec& 
 // based on a stale object and fail the optimistic-concurrency check anyway).
 Status Reconciler::UpdatePodStatus(const std::string& key, const Json& job,
                                    const model::JobPlacement& placement,
-                                   const std::vector<ObjectPtr>& pods, const std::string& rejected,
+                                   const std::vector<ObjectPtr>& pods,
+                                   const std::vector<SegmentDomain>* domains,
+                                   const std::string& rejected,
                                    std::chrono::system_clock::time_point now) {
   auto stored = model::PlacementOf(job);
   if (!stored.ok() || !stored->has_value()) return Status::Ok();
@@ -743,6 +782,15 @@ Status Reconciler::UpdatePodStatus(const std::string& key, const Json& job,
   Json status = kube::AtPath(job, "/status");
   const std::string state_before = status.value("state", "");
   bool changed = ApplyPlacedStatus(status, placement, summary, kube::Generation(job), now);
+  if (domains != nullptr) {
+    const DomainCondition c = ComputeDomainCondition(
+        *domains, static_cast<int>(placement.ranks.size() / std::max<size_t>(1, domains->size())));
+    changed |= SetCondition(status, model::kConditionComputeDomainReady, c.status, c.reason,
+                            c.message, kube::Generation(job), now);
+    if (c.status != "True" && enqueue_after_) {
+      enqueue_after_(key, ComputeDomainRecheck(status, now, options_.compute_domain_recheck));
+    }
+  }
   const std::string state_after = status.value("state", "");
   const std::string_view moved = FinishDefragMove(key, job, status, summary, state_after, now);
   changed |= !moved.empty();

@@ -19,6 +19,7 @@
 // one key to two workers).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -33,6 +34,7 @@
 #include "kube/events.h"
 #include "model/cluster_state.h"
 #include "model/job_spec.h"
+#include "operator/compute_domains.h"
 #include "operator/defrag_executor.h"
 #include "operator/job_objects.h"
 #include "operator/metrics.h"
@@ -63,6 +65,12 @@ struct ReconcilerOptions {
   // Stock gang scheduling (operator/pod_groups.h). Off by default here (the binary's default is
   // auto): a FakeClient serves every resource.
   PodGroupsMode pod_groups = PodGroupsMode::kOff;
+  // The default of spec.fabric (operator/compute_domains.h). Off by default here (the binary's
+  // default is auto), as pod_groups.
+  ComputeDomainsMode compute_domains = ComputeDomainsMode::kOff;
+  // A job whose ComputeDomains are not Ready yet is looked at again after this (during the first
+  // minute; ComputeDomainRecheck).
+  std::chrono::milliseconds compute_domain_recheck{2000};
 };
 
 class Reconciler {
@@ -102,6 +110,8 @@ class Reconciler {
   DefragExecutor* defrag() { return defrag_.get(); }
   // The PodGroups of gangs; the controller calls Start() before the workers run.
   PodGroupWriter* pod_groups() { return pod_groups_.get(); }
+  // The ComputeDomains of gangs; the controller calls Start() before the workers run.
+  ComputeDomainWriter* compute_domains() { return compute_domains_.get(); }
 
   // Delayed requeue (the controller's WorkQueue::AddAfter) for recovery and the defragmentation
   // budget. Call before the first Reconcile.
@@ -150,10 +160,13 @@ class Reconciler {
     model::JobPlacement placement;  // the placement now stored
     Json object;                    // the job as written or read
   };
-  // Commits `placement` for the job read as `cached`. Returns the placement now stored (ours, or
-  // one found on a fresh read), nullopt if the job is gone/changed/finished, or an error.
+  // Commits `placement` for the job read as `cached`, with status.fabric ComputeDomain when
+  // `compute_domains`, else None. Returns the placement now stored (ours, or one found on a fresh
+  // read), nullopt if the job is gone/changed/finished, or an error.
   StatusOr<std::optional<Committed>> Commit(const Json& cached,
-                                            const model::JobPlacement& placement);
+                                            const model::JobPlacement& placement,
+                                            bool compute_domains);
+  void CheckFabricKept(const Json& written);
   Status EnsureFinalizer(const Json& job);
   Status Finalize(const Json& job);
   // Creates the headless Service, the PodGroups (PodGroupWriter::Ensure) and the missing rank pods,
@@ -162,9 +175,14 @@ class Reconciler {
   // line, and is tried again after options_.rejected_retry (until then the creates are skipped and
   // the remembered rejection is returned: no request, event or log line per reconcile); other
   // errors are returned.
+  // With `domains` (the job uses ComputeDomains: one entry per segment), a segment's pods are
+  // created once its channel template exists, and carry the channel claim (AddChannelClaim).
   Status EnsureObjects(const Json& job, const model::JobSpec& spec,
                        const model::JobPlacement& placement, const std::vector<ObjectPtr>& pods,
-                       std::string* rejected);
+                       const std::vector<SegmentDomain>* domains, std::string* rejected);
+  // The job's ComputeDomains (ComputeDomainWriter::Ensure) when it uses them, else none.
+  StatusOr<std::optional<std::vector<SegmentDomain>>> EnsureComputeDomains(
+      const Json& job, const model::JobSpec& spec);
   // The stuck rule on the job of `key`: an event the first time it is stuck for a reason, and a
   // requeue when it would become stuck.
   void CheckStuck(const std::string& key);
@@ -185,10 +203,13 @@ class Reconciler {
   StatusOr<bool> CheckRecovery(const Json& job, const model::JobSpec& spec,
                                const std::vector<ObjectPtr>& pods,
                                std::chrono::system_clock::time_point now);
-  // The conditions derived from the pods (`rejected`: EnsureObjects'), written when they change.
+  // The conditions derived from the pods (`rejected`: EnsureObjects') and, for a job that uses
+  // ComputeDomains, from `domains` (ComputeDomainReady; looked at again until it is True), written
+  // when they change.
   Status UpdatePodStatus(const std::string& key, const Json& job,
                          const model::JobPlacement& placement, const std::vector<ObjectPtr>& pods,
-                         const std::string& rejected, std::chrono::system_clock::time_point now);
+                         const std::vector<SegmentDomain>* domains, const std::string& rejected,
+                         std::chrono::system_clock::time_point now);
   std::string_view FinishDefragMove(const std::string& key, const Json& job, Json& status,
                                     const PodSummary& summary, const std::string& state_after,
                                     std::chrono::system_clock::time_point now);
@@ -206,6 +227,8 @@ class Reconciler {
   WallClock wall_clock_;
   std::unique_ptr<placement::PlacementPolicy> policy_;
   std::unique_ptr<PodGroupWriter> pod_groups_;
+  std::unique_ptr<ComputeDomainWriter> compute_domains_;
+  std::atomic<bool> stale_crd_logged_{false};
   std::unique_ptr<JobRecovery> recovery_;
   std::unique_ptr<DefragExecutor> defrag_;
   EnqueueAfter enqueue_after_;

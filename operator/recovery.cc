@@ -9,6 +9,7 @@
 #include "kube/object.h"
 #include "model/job_nodes.h"
 #include "model/names.h"
+#include "operator/compute_domains.h"
 #include "operator/job_objects.h"
 #include "operator/log.h"
 #include "operator/object_store.h"
@@ -933,6 +934,10 @@ StatusOr<int> JobRecovery::CreateRankPods(const RecoveryInput& in,
   for (const model::RankAssignment* r : ranks) {
     Json pod = BuildRankPod(job, *in.spec, *r, config_.master_port, in.gpu_resource);
     JoinPodGroup(pod, PodGroupToJoin(kube::Name(job), *in.spec, r->rank, in.pods, groups));
+    if (UsesComputeDomains(job)) {
+      // The replacement joins its segment's ComputeDomain: a new claim from the same template.
+      AddChannelClaim(pod, ChannelTemplateName(kube::Name(job), SegmentOfRank(*in.spec, r->rank)));
+    }
     pod["metadata"]["annotations"][Str(kRecoveryEpochAnnotation)] = std::to_string(epoch);
     auto c = client_->Create(kube::kPods, kube::Namespace(job), pod,
                              {.field_manager = config_.field_manager});

@@ -256,6 +256,9 @@ expected_rbac() { # WHO WHERE(app|release) -> the allow-list lines
       for v in get list watch; do echo "nodes|||$v"; echo "priorityclasses.scheduling.k8s.io|||$v"; done
       # stock gang scheduling (--pod-groups): a Workload and PodGroups per job
       for r in workloads podgroups; do for v in get list create delete; do echo "$r.scheduling.k8s.io|||$v"; done; done
+      # multi-node NVLink (--compute-domains): a ComputeDomain per segment, its channel template
+      for v in get list create delete; do echo "computedomains.resource.nvidia.com|||$v"; done
+      echo "resourceclaimtemplates.resource.k8s.io|||get"
       for r in events events.events.k8s.io; do for v in create patch update; do echo "$r|||$v"; done; done
       if [[ $where == release ]]; then
         echo "leases.coordination.k8s.io|||create"
