@@ -298,6 +298,37 @@ TEST_F(ComputeDomainsReconcilerTest, RankPodsWaitForTheChannelTemplateThenCarryT
   EXPECT_TRUE(left->items.empty());
 }
 
+// Rank pods are created from the placement this process wrote while the informer cache still shows
+// the job unadmitted (no status.fabric yet): they must carry the channel claim all the same.
+TEST_F(ComputeDomainsReconcilerTest, PodsCreatedBeforeTheCacheShowsTheAdmissionCarryTheClaim) {
+  AddRacks(1);
+  Apply(test_fixtures::Job("lag", 4));
+  Enqueue("team/lag");
+  while (!queue_.empty() && queue_.front() != Reconciler::kAdmissionKey) {
+    const std::string key = queue_.front();
+    queue_.pop_front();
+    queued_.erase(key);
+    ASSERT_TRUE(reconciler_->Reconcile(key).ok());
+  }
+  const Json stale = GetJob("lag");  // finalizer on, not admitted
+  ASSERT_FALSE(model::PlacementOf(stale)->has_value());
+  test_fixtures::StaleStore stale_store(store_.get(), stale);
+  ReconcilerOptions options;
+  options.compute_domains = ComputeDomainsMode::kOn;
+  Reconciler lagging(
+      &fake_, &stale_store, nullptr, nullptr, [](const std::string&) {}, options);
+  ASSERT_TRUE(lagging.compute_domains()->Start().ok());
+  ASSERT_TRUE(lagging.AdmitPending().ok());
+  ASSERT_EQ(GetJob("lag")["status"]["fabric"], "ComputeDomain");
+  ASSERT_TRUE(lagging.ReconcileJob("team/lag").ok());
+  DriverCreatesTemplates();
+  ASSERT_TRUE(lagging.ReconcileJob("team/lag").ok());
+  ASSERT_EQ(PodsOf("lag").size(), 4u) << "created from the assumed placement";
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(ChannelTemplateOf("lag-" + std::to_string(r)), "lag-seg-0-channel") << r;
+  }
+}
+
 TEST_F(ComputeDomainsReconcilerTest, ANodeOfAnotherComputeDomainIsSkippedByPlacementAndRecovery) {
   AddRacks(1);
   const std::string busy = test_fixtures::NodeName(0, 5);
@@ -315,6 +346,12 @@ TEST_F(ComputeDomainsReconcilerTest, ANodeOfAnotherComputeDomainIsSkippedByPlace
     RunUntilQuiet();
     EXPECT_FALSE(on_busy(PlacementOf("big"))) << "failure " << i;
   }
+  const Json big = GetJob("big");
+  const Json* waiting = model::FindCondition(big, model::kConditionRecovering);
+  ASSERT_NE(waiting, nullptr);
+  EXPECT_EQ(waiting->value("reason", ""), "WaitingForNode");
+  EXPECT_NE(waiting->value("message", "").find("1 by another ComputeDomain"), std::string::npos)
+      << "says why the free node is not taken: " << waiting->dump();
 }
 
 TEST_F(ComputeDomainsReconcilerTest, FabricComputeDomainWaitsWhileTheCrdIsNotServed) {

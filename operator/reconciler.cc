@@ -174,7 +174,17 @@ void Reconciler::Assume(const Json& written, int gpus_per_replica,
                         const model::JobPlacement& placement) {
   std::lock_guard<std::mutex> l(mu_);
   assumed_[kube::KeyOf(written)] =
-      Assumed{kube::Uid(written), gpus_per_replica, placement, kube::ResourceVersion(written)};
+      Assumed{kube::Uid(written), gpus_per_replica, placement, kube::ResourceVersion(written),
+              UsesComputeDomains(written)};
+}
+
+bool Reconciler::EffectiveComputeDomains(const Json& job) const {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    auto it = assumed_.find(kube::KeyOf(job));
+    if (it != assumed_.end() && !StoreCaughtUp(job, it->second)) return it->second.compute_domains;
+  }
+  return UsesComputeDomains(job);
 }
 
 std::optional<model::JobPlacement> Reconciler::EffectivePlacement(const Json& job) const {
@@ -704,7 +714,7 @@ Status Reconciler::ReconcileJob(const std::string& key) {
 
 StatusOr<std::optional<std::vector<SegmentDomain>>> Reconciler::EnsureComputeDomains(
     const Json& job, const model::JobSpec& spec) {
-  if (!UsesComputeDomains(job)) return std::optional<std::vector<SegmentDomain>>();
+  if (!EffectiveComputeDomains(job)) return std::optional<std::vector<SegmentDomain>>();
   auto domains = compute_domains_->Ensure(job, spec);
   if (!domains.ok()) return domains.status();
   return std::optional<std::vector<SegmentDomain>>(std::move(domains).value());

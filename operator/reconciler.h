@@ -126,11 +126,16 @@ class Reconciler {
     int gpus_per_replica = 0;
     model::JobPlacement placement;
     std::string resource_version;
+    bool compute_domains = false;  // status.fabric of what we wrote is ComputeDomain
   };
   static bool StoreCaughtUp(const Json& stored, const Assumed& a);
   // Records a placement written for the job; `written` is the object the API server returned.
   void Assume(const Json& written, int gpus_per_replica, const model::JobPlacement& placement);
 
+  // Whether the job uses ComputeDomains (UsesComputeDomains), from what we wrote while the store
+  // does not show it yet: rank pods are created from an assumed placement, and must carry the
+  // channel claim from the first.
+  bool EffectiveComputeDomains(const Json& job) const;
   // Placement of a job: status.placement, else an assumed one of the same uid.
   std::optional<model::JobPlacement> EffectivePlacement(const Json& job) const;
   model::ClusterState BuildState(std::vector<ObjectPtr>* jobs) const;

@@ -366,34 +366,6 @@ TEST_F(ReconcilerTest, RestartRebuildsFromTheApiWithoutPlacingTwice) {
   }
 }
 
-// A store that shows a job as it was before it was admitted (a lagging informer cache).
-class StaleStore : public ObjectStore {
- public:
-  StaleStore(ObjectStore* inner, Json stale_job) : inner_(inner), stale_(std::move(stale_job)) {}
-  std::vector<ObjectPtr> Jobs() const override {
-    auto jobs = inner_->Jobs();
-    for (auto& j : jobs) {
-      if (kube::Name(*j) == kube::Name(stale_)) j = std::make_shared<const Json>(stale_);
-    }
-    return jobs;
-  }
-  ObjectPtr Job(const std::string& key) const override {
-    auto j = inner_->Job(key);
-    if (j && kube::Name(*j) == kube::Name(stale_)) return std::make_shared<const Json>(stale_);
-    return j;
-  }
-  std::vector<ObjectPtr> Pods() const override { return inner_->Pods(); }
-  std::vector<ObjectPtr> PodsOfJob(const std::string& ns, const std::string& n) const override {
-    return inner_->PodsOfJob(ns, n);
-  }
-  std::vector<ObjectPtr> Nodes() const override { return inner_->Nodes(); }
-  ObjectPtr Node(const std::string& name) const override { return inner_->Node(name); }
-
- private:
-  ObjectStore* inner_;
-  Json stale_;
-};
-
 TEST_F(ReconcilerTest, StaleCacheNeverPlacesAJobTwice) {
   AddRacks(2);
   Apply(Job("j", 16));
@@ -412,7 +384,7 @@ TEST_F(ReconcilerTest, StaleCacheNeverPlacesAJobTwice) {
   const model::JobPlacement first = PlacementOf("j");
 
   // A fresh process whose cache still shows j unplaced: the commit re-reads and adopts.
-  StaleStore stale_store(store_.get(), stale);
+  test_fixtures::StaleStore stale_store(store_.get(), stale);
   Reconciler other(
       &fake_, &stale_store, nullptr, nullptr, [this](const std::string& key) { Enqueue(key); },
       ReconcilerOptions{});

@@ -428,15 +428,18 @@ void RecoveryDecider::Decide() {
   const placement::Snapshot snap = SnapshotWithLenders(state_, in_.all_pods, in_.gpu_resource);
   // The job's own constraints (model::JudgeJob): replacements go only where kube-scheduler will
   // take the rank pod.
-  const placement::GangRequest request =
-      model::JudgeJob(state_, job_, spec_, key_, 0, in_.gpu_resource).request;
+  const model::JobVerdict verdict = model::JudgeJob(state_, job_, spec_, key_, 0, in_.gpu_resource);
+  const placement::GangRequest& request = verdict.request;
   const placement::GangPlacement current = CurrentPlacement(state_, plan_.placement, spec_);
   const std::vector<int> failed_ranks = RanksOf(plan_.failed);
   const placement::RecoveryDecision d =
       policy_.SelectReplacements(snap, request, current, failed_ranks);
   if (d.recovered) return ReplaceRanks(snap, failed_ranks, d);
-  if (cordon_only) return KeepCordoned(what, d.reason);
-  WaitOrMoveGang(what, d.reason, request);
+  // The nodes the job's verdict rules out (a taint, another ComputeDomain...) say why none is left.
+  const std::string ruled_out = verdict.nodes.Summary();
+  const std::string why = ruled_out.empty() ? d.reason : d.reason + "; " + ruled_out;
+  if (cordon_only) return KeepCordoned(what, why);
+  WaitOrMoveGang(what, why, request);
 }
 
 void RecoveryDecider::RequeueAtMost(milliseconds d) {

@@ -62,6 +62,34 @@ inline Json SinglePod(const std::string& name, const std::string& node, bool pre
   return p;
 }
 
+// A store that shows a job as it was before it was admitted (a lagging informer cache).
+class StaleStore : public ObjectStore {
+ public:
+  StaleStore(ObjectStore* inner, Json stale_job) : inner_(inner), stale_(std::move(stale_job)) {}
+  std::vector<ObjectPtr> Jobs() const override {
+    auto jobs = inner_->Jobs();
+    for (auto& j : jobs) {
+      if (kube::Name(*j) == kube::Name(stale_)) j = std::make_shared<const Json>(stale_);
+    }
+    return jobs;
+  }
+  ObjectPtr Job(const std::string& key) const override {
+    auto j = inner_->Job(key);
+    if (j && kube::Name(*j) == kube::Name(stale_)) return std::make_shared<const Json>(stale_);
+    return j;
+  }
+  std::vector<ObjectPtr> Pods() const override { return inner_->Pods(); }
+  std::vector<ObjectPtr> PodsOfJob(const std::string& ns, const std::string& n) const override {
+    return inner_->PodsOfJob(ns, n);
+  }
+  std::vector<ObjectPtr> Nodes() const override { return inner_->Nodes(); }
+  ObjectPtr Node(const std::string& name) const override { return inner_->Node(name); }
+
+ private:
+  ObjectStore* inner_;
+  Json stale_;
+};
+
 // Drives a Reconciler over a FakeClient the way the controller would, synchronously, with a wall
 // clock the test moves. Tests set `options_` before calling Restart() to change the operator's
 // settings.
