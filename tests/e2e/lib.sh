@@ -16,13 +16,17 @@ result() {  # a measured number, also appended to $NVL72_E2E_RESULTS when set
   if [[ -n ${NVL72_E2E_RESULTS:-} ]]; then echo "$*" >>"$NVL72_E2E_RESULTS"; fi
 }
 
-# e2e_cluster REPO: sets `state` and `own_cluster` and sources the cluster env. Reuses the cluster
-# of $NVL72_CLUSTER_STATE (exported by scripts/test) when it is up, else starts a 4-rack one in a
-# temporary state dir (stopped by e2e_cluster_down).
+# e2e_cluster REPO [--own [UP_FLAGS...]]: sets `state` and `own_cluster` and sources the cluster env.
+# Reuses the cluster of $NVL72_CLUSTER_STATE (exported by scripts/test) when it is up, else starts a
+# 4-rack one in a temporary state dir (stopped by e2e_cluster_down). --own: always a fresh cluster,
+# started with `local-cluster up --racks 4 UP_FLAGS...`, for a test that installs what every later
+# test would see (a CRD, a stand-in driver).
 e2e_cluster() {
-  local repo=$1
+  local repo=$1 own=0
+  shift
+  if [[ ${1:-} == --own ]]; then own=1; shift; fi
   own_cluster=0
-  if [[ -n ${NVL72_CLUSTER_STATE:-} && -f $NVL72_CLUSTER_STATE/env ]] &&
+  if ((!own)) && [[ -n ${NVL72_CLUSTER_STATE:-} && -f $NVL72_CLUSTER_STATE/env ]] &&
     "$repo/scripts/local-cluster" status --state "$NVL72_CLUSTER_STATE" >/dev/null 2>&1; then
     state=$NVL72_CLUSTER_STATE
     log "using the running local control plane in $state"
@@ -30,8 +34,8 @@ e2e_cluster() {
     state=$(mktemp -d "/tmp/nvl72-${e2e_name:-e2e}.XXXXXX")
     rmdir "$state"
     own_cluster=1
-    log "starting a local control plane with 4 racks in $state"
-    "$repo/scripts/local-cluster" up --racks 4 --state "$state" >/dev/null
+    log "starting a local control plane (--racks 4 $*) in $state"
+    "$repo/scripts/local-cluster" up --racks 4 "$@" --state "$state" >/dev/null
   fi
   # shellcheck disable=SC1091
   source "$state/env"
