@@ -18,7 +18,10 @@
 #     moves there, its new pod's claim is allocated there and the node joins the segment's
 #     ComputeDomain while the failed node leaves it;
 #  4. deleting the job removes its ComputeDomains (and the driver their templates and node labels);
-#     the user's own ComputeDomain and label stay.
+#     the user's own ComputeDomain and label stay;
+#  5. two racks more (the driver publishes their slices): each example job of examples/ gets its
+#     ComputeDomain(s) and runs with every channel allocated on its planned node (job-too-big waits,
+#     with none); deleting them removes their ComputeDomains.
 #
 #   tests/e2e/compute_domains_e2e_test.sh OPERATOR EXTENDER KUBECTL_NVL72
 set -euo pipefail
@@ -239,4 +242,29 @@ fi
 node_cd_is rack0-node08 "$users_uid" && [[ $(cd_uid users-own) == "$users_uid" ]] &&
   ok "the user's own ComputeDomain and its node label stay" || fail "users-own touched: $(node_cd rack0-node08)"
 repair_node "$dead"; dead=
+
+log "5. the example jobs (examples/), on 2 racks more"
+"$repo/scripts/local-cluster" add-racks 2 --state "$state" >/dev/null || { fail "local-cluster add-racks 2"; exit 1; }
+slices() { api GET /apis/resource.k8s.io/v1/resourceslices | jq '[.items[] | select(.spec.driver == "compute-domain.nvidia.com")] | length'; }
+wait_until 60 eval '[[ $(slices) == 72 ]]' && ok "the driver publishes a ResourceSlice for each of the 72 nodes" ||
+  fail "$(slices) ResourceSlices of compute-domain.nvidia.com for 72 nodes"
+t0=$(now_ns)
+for f in job-16-required jobs-two-8 job-32-segmented job-too-big; do kc -n "$ns" apply -f "$repo/examples/$f.yaml" >/dev/null; done
+examples_running() {
+  on_plan_with_channel moe-16 16 && on_plan_with_channel tp-8-a 8 && on_plan_with_channel tp-8-b 8 &&
+    on_plan_with_channel ep-32 32
+}
+if wait_until 180 examples_running; then
+  ok "moe-16, tp-8-a, tp-8-b, ep-32: all 64 ranks Running on their planned nodes with their channel allocated there ($(ms_since "$t0") ms)"
+else
+  for j in moe-16 tp-8-a tp-8-b ep-32; do log "$j: $(rank_claims "$j" | awk '$2 != $3 || $4 != "Running" || $5 != $2' | head -3 | tr '\n' ';') $(job_cond "$j" Running)"; done
+  fail "the example jobs did not all run with their channels"
+fi
+got=$(for j in moe-16 tp-8-a tp-8-b ep-32 too-big-17; do echo "$j=$(cd_names "$j")"; done | tr '\n' ' ')
+want="moe-16=moe-16-seg-0 tp-8-a=tp-8-a-seg-0 tp-8-b=tp-8-b-seg-0 ep-32=ep-32-seg-0,ep-32-seg-1 too-big-17= "
+[[ $got == "$want" ]] && ok "each example job has its ComputeDomains; too-big-17 waits without any: $got" ||
+  fail "ComputeDomains per job: $got (want: $want)"
+kc -n "$ns" delete nvj --all --wait=false >/dev/null
+none_left() { [[ $(api GET "$cd_api" | jq '[.items[] | select(.metadata.labels["nvl72.dev/job"] != null)] | length') == 0 ]]; }
+wait_until 90 none_left && ok "deleting the example jobs removes their ComputeDomains" || fail "ComputeDomains left: $(api GET "$cd_api" | jq -r '[.items[].metadata.name] | join(",")')"
 e2e_end
