@@ -63,17 +63,6 @@ std::string_view ComputeDomainOf(const NodeFacts& facts) {
   return "";
 }
 
-// Nodes that hold a rank of the job `key` (its reservation in `state`).
-std::vector<bool> OwnNodes(const ClusterState& state, std::string_view key) {
-  std::vector<bool> own(state.snapshot().nodes.size(), false);
-  const Reservation* r = key.empty() ? nullptr : state.FindReservation(key);
-  if (r == nullptr) return own;
-  for (placement::NodeId id : r->rank_nodes) {
-    if (id != placement::kNoNode) own[static_cast<size_t>(id)] = true;
-  }
-  return own;
-}
-
 }  // namespace
 
 StatusOr<PodConstraints> RankPodConstraints(const JobSpec& spec, std::string_view gpu_resource) {
@@ -104,22 +93,22 @@ std::string JobNodes::Summary() const {
 }
 
 JobNodes EvaluateJobNodes(const ClusterState& state, const PodConstraints& pod,
-                          const std::vector<std::string>& refused, std::string_view job_key) {
+                          const std::vector<std::string>& refused) {
   JobNodes out;
   const auto& nodes = state.snapshot().nodes;
   out.total = static_cast<int>(nodes.size());
   out.allowed.assign(nodes.size(), false);
-  const std::vector<bool> own = OwnNodes(state, job_key);
   for (placement::NodeId id = 0; id < out.total; ++id) {
     const Fit fit = CheckNode(pod, state.Facts(id), state.Usage(id));
     if (!fit.ok()) {
       Count(out.excluded, CauseOf(fit));
     } else if (std::find(refused.begin(), refused.end(), state.NodeName(id)) != refused.end()) {
       Count(out.excluded, {"kube-scheduler's earlier refusal (status.refusedNodes)", ""});
-    } else if (!own[static_cast<size_t>(id)] && !ComputeDomainOf(state.Facts(id)).empty()) {
-      Count(out.excluded,
-            {"another ComputeDomain (node label " + std::string(kComputeDomainNodeLabel) + ")",
-             state.NodeName(id)});
+    } else if (!nodes[static_cast<size_t>(id)].gang_reserved &&
+               !ComputeDomainOf(state.Facts(id)).empty()) {
+      Count(out.excluded, {"a ComputeDomain still on the node (node label " +
+                               std::string(kComputeDomainNodeLabel) + ")",
+                           state.NodeName(id)});
     } else {
       out.allowed[static_cast<size_t>(id)] = true;
       ++out.allowed_count;
@@ -185,7 +174,7 @@ JobVerdict JudgeJob(const ClusterState& state, const Json& job, const JobSpec& s
     v.request = ToGangRequest(spec, std::move(key), priority);
     return v;
   }
-  v.nodes = EvaluateJobNodes(state, *pod, RefusedNodes(job), key);
+  v.nodes = EvaluateJobNodes(state, *pod, RefusedNodes(job));
   v.request = JobGangRequest(spec, std::move(key), priority, v.nodes);
   return v;
 }

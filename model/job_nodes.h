@@ -46,11 +46,12 @@ struct JobNodes {
 
 // `refused`: node names kube-scheduler refused a rank of this job on (status.refusedNodes).
 // A node labelled for a ComputeDomain (kComputeDomainNodeLabel: NVIDIA's driver serves one per
-// node) is ruled out too, unless it holds a rank of the job `job_key` already: it may serve only
-// the gang whose ComputeDomain it is in, and a gang's new ranks never go there.
+// node) that no admitted gang holds is ruled out too: a user's own ComputeDomain, or one whose
+// gang left and whose claims the driver has not unprepared yet. A node a gang holds keeps its
+// label while the gang runs; the reservation alone decides about it (so the gang's own ranks and
+// defragmentation, which frees such nodes by moving the gang, are not blocked by the label).
 JobNodes EvaluateJobNodes(const ClusterState& state, const PodConstraints& pod,
-                          const std::vector<std::string>& refused = {},
-                          std::string_view job_key = "");
+                          const std::vector<std::string>& refused = {});
 
 // ToGangRequest with the verdict as allowed_nodes.
 placement::GangRequest JobGangRequest(const JobSpec& spec, std::string key, int priority,

@@ -104,9 +104,10 @@ TEST(EvaluateJobNodesTest, SelectorResourcesAndRefusedNodes) {
       << n.Summary();
 }
 
-// NVIDIA's driver serves one ComputeDomain per node: a node labelled for one is off limits to every
-// gang but the one whose rank is already there.
-TEST(EvaluateJobNodesTest, ANodeOfAnotherComputeDomainIsRuledOutExceptForTheGangOnIt) {
+// NVIDIA's driver serves one ComputeDomain per node: a labelled node no gang holds (a user's own
+// ComputeDomain, or one whose gang left) is off limits; a node a gang holds is judged by its
+// reservation, not by its label (its own ranks, and defragmentation moving that gang).
+TEST(EvaluateJobNodesTest, ALabelledNodeNoGangHoldsIsRuledOutOneAGangHoldsIsNot) {
   std::vector<Json> nodes = Racks();
   nodes[1]["metadata"]["labels"][std::string(kComputeDomainNodeLabel)] = "uid-of-a-users-domain";
   nodes[2]["metadata"]["labels"][std::string(kComputeDomainNodeLabel)] = "uid-of-j-seg-0";
@@ -116,15 +117,16 @@ TEST(EvaluateJobNodesTest, ANodeOfAnotherComputeDomainIsRuledOutExceptForTheGang
   const ClusterState st = ClusterState::Build(nodes, {}, {j}, {});
   auto plain = RankPodConstraints(Spec(1, "{}"), "nvidia.com/gpu");
   ASSERT_TRUE(plain.ok());
-  JobNodes own = EvaluateJobNodes(st, *plain, {}, "ns/j");
-  EXPECT_EQ(Allowed(st, own), (std::vector<std::string>{"a0", "a2"}));
-  EXPECT_NE(
-      own.Summary().find(
-          "1 by another ComputeDomain (node label resource.nvidia.com/computeDomain) (e.g. a1)"),
-      std::string::npos)
-      << own.Summary();
-  JobNodes other = EvaluateJobNodes(st, *plain, {}, "ns/other");
-  EXPECT_EQ(Allowed(st, other), (std::vector<std::string>{"a0"}));
+  JobNodes n = EvaluateJobNodes(st, *plain);
+  EXPECT_EQ(Allowed(st, n), (std::vector<std::string>{"a0", "a2"}));
+  EXPECT_NE(n.Summary().find("1 by a ComputeDomain still on the node (node label "
+                             "resource.nvidia.com/computeDomain) (e.g. a1)"),
+            std::string::npos)
+      << n.Summary();
+  // j ends: its reservation goes, the label stays until the driver unprepares its claims.
+  j["status"]["conditions"] = {{{"type", "Succeeded"}, {"status", "True"}}};
+  const ClusterState after = ClusterState::Build(nodes, {}, {j}, {});
+  EXPECT_EQ(Allowed(after, EvaluateJobNodes(after, *plain)), (std::vector<std::string>{"a0"}));
 }
 
 TEST(WaitingReasonTest, NeverFitsThenConstraintsThenTheCoresReason) {

@@ -89,6 +89,17 @@ void AddChannelClaim(Json& pod, std::string_view template_name) {
   }
 }
 
+std::string TemplateWait(const std::vector<SegmentDomain>& segments) {
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const SegmentDomain& s = segments[i];
+    if (s.exists && !s.template_ready) {
+      return "rank pods of segment " + std::to_string(i) + " wait for ResourceClaimTemplate " +
+             s.template_name + ", which NVIDIA's DRA driver creates for ComputeDomain " + s.name;
+    }
+  }
+  return "";
+}
+
 DomainCondition ComputeDomainCondition(const std::vector<SegmentDomain>& segments,
                                        int segment_size) {
   for (const SegmentDomain& s : segments) {
@@ -98,8 +109,8 @@ DomainCondition ComputeDomainCondition(const std::vector<SegmentDomain>& segment
   for (const SegmentDomain& s : segments) {
     if (!s.template_ready) {
       return {"False", "TemplatePending",
-              "waiting for NVIDIA's DRA driver to create ResourceClaimTemplate " + s.name +
-                  "-channel of ComputeDomain " + s.name +
+              "waiting for NVIDIA's DRA driver to create ResourceClaimTemplate " + s.template_name +
+                  " of ComputeDomain " + s.name +
                   " (is the driver's controller running?); its rank pods are created after it"};
     }
   }
@@ -222,6 +233,7 @@ StatusOr<bool> ComputeDomainWriter::TemplateExists(const Json& job, const Json& 
 Status ComputeDomainWriter::EnsureSegment(const Json& job, const model::JobSpec& spec, int segment,
                                           const std::vector<Json>& listed, SegmentDomain* out) {
   out->name = ComputeDomainName(kube::Name(job), segment);
+  out->template_name = ChannelTemplateName(kube::Name(job), segment);
   const Json* found = FindByName(listed, out->name);
   Json domain;
   if (found != nullptr) {
@@ -260,17 +272,41 @@ StatusOr<std::vector<SegmentDomain>> ComputeDomainWriter::Ensure(const Json& job
                                                                  const model::JobSpec& spec) {
   const kube::ListOptions by_job{.label_selector = Str(model::kJobLabel) + "=" + kube::Name(job)};
   auto listed = client_->List(ComputeDomainsResource(), kube::Namespace(job), by_job);
-  if (!listed.ok()) return listed.status();
   const int segments = spec.replicas / spec.EffectiveSegmentSize();
   std::vector<SegmentDomain> out(static_cast<size_t>(segments));
+  if (!listed.ok() && kube::IsNotFound(listed.status())) return NotServedAnyMore(job, out);
+  if (!listed.ok()) return listed.status();
   for (int s = 0; s < segments; ++s) {
     NVL72_RETURN_IF_ERROR(EnsureSegment(job, spec, s, listed->items, &out[static_cast<size_t>(s)]));
   }
   return out;
 }
 
+// The CRD went away under a job that uses ComputeDomains (NVIDIA's driver uninstalled): every
+// segment is Unusable with that reason, and new jobs go without until the CRD is back.
+std::vector<SegmentDomain> ComputeDomainWriter::NotServedAnyMore(const Json& job,
+                                                                 std::vector<SegmentDomain>& out) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (served_) {
+      NVL72_LOG(kWarning) << "ComputeDomains: the API server no longer serves "
+                             "computedomains.resource.nvidia.com; new gangs get none";
+    }
+    served_ = false;
+    probed_at_ = clock_();
+  }
+  for (size_t s = 0; s < out.size(); ++s) {
+    out[s].name = ComputeDomainName(kube::Name(job), static_cast<int>(s));
+    out[s].template_name = ChannelTemplateName(kube::Name(job), static_cast<int>(s));
+    out[s].problem =
+        "cannot be made: the API server no longer serves "
+        "computedomains.resource.nvidia.com (NVIDIA's DRA driver uninstalled?)";
+  }
+  return out;
+}
+
 Status ComputeDomainWriter::Delete(const Json& job) {
-  if (options_.mode == ComputeDomainsMode::kOff || !Served()) return Status::Ok();
+  if (!UsesComputeDomains(job)) return Status::Ok();
   const std::string ns = kube::Namespace(job);
   const kube::ListOptions by_job{.label_selector = Str(model::kJobLabel) + "=" + kube::Name(job)};
   auto listed = client_->List(ComputeDomainsResource(), ns, by_job);

@@ -70,6 +70,7 @@ void AddChannelClaim(Json& pod, std::string_view template_name);
 // What one segment's ComputeDomain looks like now.
 struct SegmentDomain {
   std::string name;
+  std::string template_name;    // its channel ResourceClaimTemplate (ChannelTemplateName)
   bool exists = false;          // ours (owned by the job) and not being deleted
   bool template_ready = false;  // the driver created its ResourceClaimTemplate
   bool ready = false;           // status.status Ready
@@ -85,6 +86,10 @@ struct DomainCondition {
 };
 DomainCondition ComputeDomainCondition(const std::vector<SegmentDomain>& segments,
                                        int segment_size);
+
+// Why rank pods are held back: "rank pods of segment 1 wait for ResourceClaimTemplate
+// J-seg-1-channel ..." for the first segment whose channel template does not exist yet, else "".
+std::string TemplateWait(const std::vector<SegmentDomain>& segments);
 
 // When to look at a job's ComputeDomains again while its ComputeDomainReady condition (in
 // `status`) is not True: `first` during the first minute (they are forming), then every 15 s (a
@@ -123,14 +128,17 @@ class ComputeDomainWriter {
   std::string Unavailable(const model::JobSpec& spec);
 
   // Creates the job's missing ComputeDomains and reads them and their templates. One entry per
-  // segment. Errors mean "retry".
+  // segment. Errors mean "retry". A 404 (the CRD is gone) is no error: every segment gets a
+  // problem saying so, and Served() is false until a probe finds the CRD again.
   StatusOr<std::vector<SegmentDomain>> Ensure(const Json& job, const model::JobSpec& spec);
 
-  // Deletes the job's ComputeDomains (those it owns). OK when there are none or none are served.
+  // Deletes the ComputeDomains a job admitted with them owns (UsesComputeDomains, whatever the
+  // mode is now). OK when there are none or none are served.
   Status Delete(const Json& job);
 
  private:
   StatusOr<bool> Probe();
+  std::vector<SegmentDomain> NotServedAnyMore(const Json& job, std::vector<SegmentDomain>& out);
   Status EnsureSegment(const Json& job, const model::JobSpec& spec, int segment,
                        const std::vector<Json>& listed, SegmentDomain* out);
   StatusOr<bool> TemplateExists(const Json& job, const Json& domain, int segment);

@@ -97,12 +97,14 @@ TEST(AddChannelClaimTest, KeepsTheUsersClaimsAndListsTheChannelInEveryContainerO
 TEST(ComputeDomainConditionTest, SaysWhatIsMissingFirst) {
   std::vector<SegmentDomain> s(2);
   s[0] = {.name = "j-seg-0",
+          .template_name = "j-seg-0-channel",
           .exists = true,
           .template_ready = true,
           .ready = true,
           .nodes = 16,
           .problem = ""};
   s[1] = {.name = "j-seg-1",
+          .template_name = "j-seg-1-channel",
           .exists = true,
           .template_ready = false,
           .ready = false,
@@ -200,9 +202,13 @@ TEST_F(ComputeDomainWriterTest, EnsureCreatesOncePerSegmentAndReadsTemplateAndSt
 TEST_F(ComputeDomainWriterTest, ADomainOfAnotherOwnerIsNotUsedAndDeleteLeavesIt) {
   ComputeDomainWriter w = Writer(ComputeDomainsMode::kOn);
   ASSERT_TRUE(w.Start().ok());
-  const Json job = StoredJob("moe", 16, 0);
-  Json foreign = BuildComputeDomain(StoredJob("moe", 16, 0), SpecOf(job), 0);
-  foreign["metadata"]["ownerReferences"][0]["uid"] = "uid-of-an-older-moe";
+  Json job = StoredJob("moe", 16, 0);
+  job["status"]["fabric"] = "ComputeDomain";
+  const Json foreign = Json::parse(R"({"apiVersion": "resource.nvidia.com/v1beta1",
+      "kind": "ComputeDomain", "metadata": {"name": "moe-seg-0", "namespace": "team",
+      "labels": {"nvl72.dev/job": "moe"}, "ownerReferences": [{"apiVersion": "nvl72.dev/v1alpha1",
+      "kind": "NVL72Job", "name": "moe", "uid": "uid-of-an-older-moe", "controller": true}]},
+      "spec": {"channel": {"resourceClaimTemplate": {"name": "moe-seg-0-channel"}}}})");
   fake_.Seed(ComputeDomainsResource(), foreign);
   auto got = w.Ensure(job, SpecOf(job));
   ASSERT_TRUE(got.ok());
@@ -210,6 +216,38 @@ TEST_F(ComputeDomainWriterTest, ADomainOfAnotherOwnerIsNotUsedAndDeleteLeavesIt)
   EXPECT_EQ((*got)[0].problem, "belongs to another owner");
   ASSERT_TRUE(w.Delete(job).ok());
   EXPECT_TRUE(fake_.Get(ComputeDomainsResource(), kNs, "moe-seg-0").ok());
+}
+
+TEST_F(ComputeDomainWriterTest, ACrdThatGoesAwayMakesTheJobsDomainsUnusableNotAnError) {
+  ComputeDomainWriter w = Writer(ComputeDomainsMode::kAuto);
+  ASSERT_TRUE(w.Start().ok());
+  ASSERT_TRUE(w.Served());
+  const Json job = StoredJob("moe", 32, 16);
+  ASSERT_TRUE(w.Ensure(job, SpecOf(job)).ok());
+  fake_.InjectError(Verb::kList, ComputeDomainsResource(), kNotFound);
+  auto got = w.Ensure(job, SpecOf(job));
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 2u);
+  const DomainCondition c = ComputeDomainCondition(*got, 16);
+  EXPECT_EQ(c.reason, "Unusable");
+  EXPECT_NE(c.message.find("no longer serves computedomains.resource.nvidia.com"),
+            std::string::npos)
+      << c.message;
+  EXPECT_FALSE(w.Served()) << "new gangs go without until a probe finds the CRD again";
+}
+
+TEST_F(ComputeDomainWriterTest, DeleteFollowsTheJobNotTheModeOfNow) {
+  ComputeDomainWriter on = Writer(ComputeDomainsMode::kOn);
+  ASSERT_TRUE(on.Start().ok());
+  Json job = StoredJob("moe", 16, 0);
+  ASSERT_TRUE(on.Ensure(job, SpecOf(job)).ok());
+  ComputeDomainWriter off = Writer(ComputeDomainsMode::kOff);  // the operator restarted with off
+  ASSERT_TRUE(off.Delete(job).ok());
+  EXPECT_TRUE(fake_.Get(ComputeDomainsResource(), kNs, "moe-seg-0").ok())
+      << "a job admitted without ComputeDomains (no status.fabric) owns none: nothing listed";
+  job["status"]["fabric"] = "ComputeDomain";
+  ASSERT_TRUE(off.Delete(job).ok());
+  EXPECT_FALSE(fake_.Get(ComputeDomainsResource(), kNs, "moe-seg-0").ok());
 }
 
 // The reconciler and recovery with ComputeDomains on, NVIDIA's controller played by the test.
@@ -266,6 +304,11 @@ TEST_F(ComputeDomainsReconcilerTest, RankPodsWaitForTheChannelTemplateThenCarryT
   std::string reason;
   EXPECT_EQ(Condition("moe", model::kConditionComputeDomainReady, &reason), "False");
   EXPECT_EQ(reason, "TemplatePending");
+  EXPECT_EQ(Condition("moe", model::kConditionRunning, &reason), "False");
+  EXPECT_EQ(reason, "ClaimPending") << "the Running condition says why no rank pod exists";
+  EXPECT_NE(GetJob("moe")["status"]["conditions"].dump().find(
+                "rank pods of segment 0 wait for ResourceClaimTemplate moe-seg-0-channel"),
+            std::string::npos);
   EXPECT_EQ(delayed_.count("team/moe"), 1u) << "looked at again while not Ready";
 
   DriverCreatesTemplates();
@@ -350,8 +393,23 @@ TEST_F(ComputeDomainsReconcilerTest, ANodeOfAnotherComputeDomainIsSkippedByPlace
   const Json* waiting = model::FindCondition(big, model::kConditionRecovering);
   ASSERT_NE(waiting, nullptr);
   EXPECT_EQ(waiting->value("reason", ""), "WaitingForNode");
-  EXPECT_NE(waiting->value("message", "").find("1 by another ComputeDomain"), std::string::npos)
+  EXPECT_NE(waiting->value("message", "").find("1 by a ComputeDomain still on the node"),
+            std::string::npos)
       << "says why the free node is not taken: " << waiting->dump();
+}
+
+// A job re-admitted (the safety net re-plans it) keeps the fabric of its first admission: here
+// None, from before the CRD was installed.
+TEST_F(ComputeDomainsReconcilerTest, AReadmittedJobKeepsItsFabric) {
+  AddRacks(1);
+  Apply(test_fixtures::Job("old", 4));
+  Mutate(Nvl72JobsResource(), kNs, "old", [](Json& j) { j["status"]["fabric"] = "None"; });
+  Enqueue("team/old");
+  RunUntilQuiet();
+  ASSERT_EQ(PodsOf("old").size(), 4u);
+  EXPECT_EQ(GetJob("old")["status"]["fabric"], "None");
+  EXPECT_FALSE(PodsOf("old")[0]["spec"].contains("resourceClaims"));
+  EXPECT_FALSE(fake_.Get(ComputeDomainsResource(), kNs, "old-seg-0").ok());
 }
 
 TEST_F(ComputeDomainsReconcilerTest, FabricComputeDomainWaitsWhileTheCrdIsNotServed) {

@@ -331,9 +331,6 @@ std::string WaitingContainerDetail(const Json& pod, int rank) {
       });
 }
 
-// "rank 3: resource claim nvl72-channel not created yet (from ResourceClaimTemplate T)" for the
-// first claim of `pod` made from a template that kube-controller-manager has not made yet (the
-// pod's status.resourceClaimStatuses has no entry for it), else "".
 // Whether status.resourceClaimStatuses (`made`) has an entry for the pod's claim `name`.
 bool ClaimMade(const Json& made, const std::string& name) {
   if (!made.is_array()) return false;
@@ -341,6 +338,9 @@ bool ClaimMade(const Json& made, const std::string& name) {
                      [&](const Json& m) { return m.is_object() && m.value("name", "") == name; });
 }
 
+// "rank 3: resource claim nvl72-channel not created yet (from ResourceClaimTemplate T)" for the
+// first claim of `pod` made from a template that kube-controller-manager has not made yet (the
+// pod's status.resourceClaimStatuses has no entry for it), else "".
 std::string PendingClaimDetail(const Json& pod, int rank) {
   const Json& claims = kube::AtPath(pod, "/spec/resourceClaims");
   if (!claims.is_array()) return "";

@@ -80,8 +80,9 @@ struct PodSummary {
   // CreateContainerConfigError...): "rank 3: container trainer ImagePullBackOff: <message>".
   std::string waiting;
   // The first unbound rank whose resource claim kube-controller-manager has not made from its
-  // template yet (a ComputeDomain's channel template the driver has not created, or a user's
-  // template that does not exist): kube-scheduler waits for the claim and says nothing.
+  // template yet (a user's template that does not exist): kube-scheduler waits for the claim and
+  // says nothing. The caller also puts here why it holds rank pods back (TemplateWait of
+  // operator/compute_domains.h: the driver has not created a ComputeDomain's channel template).
   std::string claim_pending;
 };
 // `pods` are the job's pods (any order; pods that are no rank of this placement are ignored).

@@ -452,13 +452,16 @@ StatusOr<std::optional<Reconciler::Committed>> Reconciler::Commit(
     Json obj = std::move(fresh).value();
     Json status = obj.contains("status") ? obj["status"] : Json::object();
     ApplyAdmittedStatus(status, placement, kube::Generation(obj), wall_clock_());
-    status["fabric"] = std::string(
-        model::FabricName(compute_domains ? model::Fabric::kComputeDomain : model::Fabric::kNone));
+    // A job keeps the fabric of its first admission (a re-plan admits it again).
+    if (!status.contains("fabric")) {
+      status["fabric"] = std::string(model::FabricName(
+          compute_domains ? model::Fabric::kComputeDomain : model::Fabric::kNone));
+    }
     obj["status"] = std::move(status);
     auto written = client_->UpdateStatus(Nvl72JobsResource(), ns, obj,
                                          {.field_manager = options_.field_manager});
     if (written.ok()) {
-      if (compute_domains) CheckFabricKept(*written);
+      CheckFabricKept(*written);
       return std::optional<Committed>(Committed{true, placement, std::move(written).value()});
     }
     if (!kube::IsConflict(written.status())) return written.status();
@@ -789,6 +792,9 @@ Status Reconciler::UpdatePodStatus(const std::string& key, const Json& job,
   for (const auto& p : pods) pod_ptrs.push_back(p.get());
   PodSummary summary = SummarizePods(placement, pod_ptrs);
   summary.rejected = rejected;
+  if (domains != nullptr && summary.claim_pending.empty()) {
+    summary.claim_pending = TemplateWait(*domains);
+  }
   Json status = kube::AtPath(job, "/status");
   const std::string state_before = status.value("state", "");
   bool changed = ApplyPlacedStatus(status, placement, summary, kube::Generation(job), now);

@@ -166,8 +166,9 @@ class Reconciler {
     Json object;                    // the job as written or read
   };
   // Commits `placement` for the job read as `cached`, with status.fabric ComputeDomain when
-  // `compute_domains`, else None. Returns the placement now stored (ours, or one found on a fresh
-  // read), nullopt if the job is gone/changed/finished, or an error.
+  // `compute_domains`, else None (unless the job has one from an earlier admission: kept). Returns
+  // the placement now stored (ours, or one found on a fresh read), nullopt if the job is
+  // gone/changed/finished, or an error.
   StatusOr<std::optional<Committed>> Commit(const Json& cached,
                                             const model::JobPlacement& placement,
                                             bool compute_domains);

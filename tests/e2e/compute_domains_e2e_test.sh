@@ -206,7 +206,7 @@ fail_node "$dead"
 recovering() { [[ $(job_cond moe Recovering) == "True WaitingForNode:"* ]]; }
 if wait_until 60 recovering; then
   ok "rank $first of $dead waits: $(job_cond moe Recovering)"
-  [[ $(job_cond moe Recovering) == *"2 by another ComputeDomain"* ]] ||
+  [[ $(job_cond moe Recovering) == *"2 by a ComputeDomain still on the node"* ]] ||
     fail "the wait does not name the two nodes of another ComputeDomain"
 else
   fail "no WaitingForNode: Recovering $(job_cond moe Recovering), rank $first on $(node_of_rank moe "$first")"
