@@ -19,7 +19,10 @@
 #     ComputeDomain while the failed node leaves it;
 #  4. deleting the job removes its ComputeDomains (and the driver their templates and node labels);
 #     the user's own ComputeDomain and label stay;
-#  5. two racks more (the driver publishes their slices): each example job of examples/ gets its
+#  5. the driver's controller is killed: a new job creates no rank pod, its conditions say it waits
+#     for the channel template (ComputeDomainReady TemplatePending, Running ClaimPending); it runs
+#     once the driver is back;
+#  6. two racks more (the driver publishes their slices): each example job of examples/ gets its
 #     ComputeDomain(s) and runs with every channel allocated on its planned node (job-too-big waits,
 #     with none); deleting them removes their ComputeDomains.
 #
@@ -243,7 +246,27 @@ node_cd_is rack0-node08 "$users_uid" && [[ $(cd_uid users-own) == "$users_uid" ]
   ok "the user's own ComputeDomain and its node label stay" || fail "users-own touched: $(node_cd rack0-node08)"
 repair_node "$dead"; dead=
 
-log "5. the example jobs (examples/), on 2 racks more"
+log "5. the driver's controller dies (an SRE kills it): a new job says what it waits for"
+read -r standin_pid _ <"$state/run/dra-standin.pid"
+kill -KILL "$standin_pid"
+job late 4 0
+pending() {
+  [[ $(job_cond late ComputeDomainReady) == "False TemplatePending:"* &&
+    $(job_cond late Running) == "False ClaimPending:"* ]]
+}
+if wait_until 30 pending; then
+  ok "no rank pod without its channel template: $(job_cond late Running)"
+  [[ $(rank_claims late | grep -c .) == 0 ]] || fail "rank pods of late exist before their template"
+else
+  fail "late: ComputeDomainReady '$(job_cond late ComputeDomainReady)', Running '$(job_cond late Running)'"
+fi
+t0=$(now_ns)
+"$repo/scripts/local-cluster" compute-domains --state "$state" >/dev/null || fail "local-cluster compute-domains (restart)"
+wait_until 60 on_plan_with_channel late 4 && ok "the driver back: late runs with its channels ($(ms_since "$t0") ms)" ||
+  fail "late after the driver came back: $(rank_claims late | tr '\n' ';') $(job_cond late Running)"
+kc -n "$ns" delete nvj late --wait=false >/dev/null
+
+log "6. the example jobs (examples/), on 2 racks more"
 "$repo/scripts/local-cluster" add-racks 2 --state "$state" >/dev/null || { fail "local-cluster add-racks 2"; exit 1; }
 slices() { api GET /apis/resource.k8s.io/v1/resourceslices | jq '[.items[] | select(.spec.driver == "compute-domain.nvidia.com")] | length'; }
 wait_until 60 eval '[[ $(slices) == 72 ]]' && ok "the driver publishes a ResourceSlice for each of the 72 nodes" ||
