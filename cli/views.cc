@@ -456,7 +456,8 @@ void WriteSpec(std::ostream& out, const StatusOr<model::JobSpec>& spec) {
       << spec->replicas * spec->gpus_per_replica << " GPUs), topology "
       << placement::TopologyModeName(spec->mode) << ", " << Plural(segments, "segment") << " of "
       << k << " ranks, recovery " << model::RecoveryPolicyName(spec->recovery.policy) << ", "
-      << (spec->preemptible ? "preemptible" : "not preemptible") << "\n";
+      << (spec->preemptible ? "preemptible" : "not preemptible")
+      << (spec->fabric ? ", fabric " + std::string(model::FabricName(*spec->fabric)) : "") << "\n";
 }
 
 // One row per segment and domain: the segment's ranks among the nodes of each domain it uses
@@ -618,7 +619,11 @@ void WriteDecisionNow(std::ostream& out, const ClusterView& view, const Json& jo
     d.reason = verdict.error.empty() ? model::WaitingReason(snap, verdict.request, verdict.nodes, d)
                                      : verdict.error;
   }
-  if (d.placed) {
+  if (d.placed && why.rfind(model::kFabricUnavailable, 0) == 0) {
+    out << "  Now:         the nodes are there ("
+        << Join(DomainsOf(snap, d.placement.rank_nodes, namer), ",")
+        << "), but it waits for ComputeDomains: see above\n";
+  } else if (d.placed) {
     out << "  Now:         it fits: the nvl72 policy would place it in "
         << Join(DomainsOf(snap, d.placement.rank_nodes, namer), ",")
         << " (the operator admits it on its next pass)\n";

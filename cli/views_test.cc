@@ -268,6 +268,30 @@ TEST(RenderExplainTest, JobTheOperatorHasNotSeenFitsNow) {
   EXPECT_NE(out.find("it fits: the nvl72 policy would place it in 1"), std::string::npos) << out;
 }
 
+// A job that fits but waits for ComputeDomains the cluster does not serve: explain must not claim
+// the operator admits it on its next pass.
+TEST(RenderExplainTest, AJobWaitingForComputeDomainsIsNotSaidToBeAdmittedNext) {
+  Fixture f;
+  Json& small = f.jobs[2];  // team/small: fits now
+  small["spec"]["fabric"] = "ComputeDomain";
+  small["status"]["conditions"] = {
+      {{"type", "Admitted"},
+       {"status", "False"},
+       {"reason", "Waiting"},
+       {"message",
+        "spec.fabric is ComputeDomain, but the API server serves no "
+        "computedomains.resource.nvidia.com (install NVIDIA's DRA driver); set spec.fabric None "
+        "to run without multi-node NVLink"}}};
+  ClusterView v = BuildView(f.nodes, f.pods, f.jobs, {});
+  const std::string out = RenderExplain(v, v.jobs[2]);
+  EXPECT_NE(out.find(", not preemptible, fabric ComputeDomain\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("it fits"), std::string::npos) << out;
+  EXPECT_NE(out.find("Now:         the nodes are there (0), but it waits for ComputeDomains: see "
+                     "above\n"),
+            std::string::npos)
+      << out;
+}
+
 TEST(RenderExplainTest, SoftReserveIsWhatTheOperatorWouldDo) {
   // Domain 0's only free nodes are its 2 spares: the 2-rank job fills them exactly under the soft
   // reserve (the operator's default) and goes to domain 1 under the hard one.

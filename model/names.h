@@ -59,6 +59,10 @@ inline constexpr std::string_view kConditionRunning = "Running";
 inline constexpr std::string_view kConditionSucceeded = "Succeeded";
 inline constexpr std::string_view kConditionFailed = "Failed";
 inline constexpr std::string_view kConditionRecovering = "Recovering";
+// How the operator's reason starts when a job with spec.fabric ComputeDomain waits because the API
+// server serves no ComputeDomains (or --compute-domains=off); `kubectl nvl72 explain` tells it
+// apart.
+inline constexpr std::string_view kFabricUnavailable = "spec.fabric is ComputeDomain, but ";
 // The job's ComputeDomains (one per segment) are Ready (operator/compute_domains.h).
 inline constexpr std::string_view kConditionComputeDomainReady = "ComputeDomainReady";
 

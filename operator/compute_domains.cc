@@ -205,7 +205,7 @@ bool ComputeDomainWriter::Wanted(const model::JobSpec& spec) {
 std::string ComputeDomainWriter::Unavailable(const model::JobSpec& spec) {
   if (!spec.fabric || *spec.fabric != model::Fabric::kComputeDomain) return "";
   if (options_.mode != ComputeDomainsMode::kOff && Served()) return "";
-  return "spec.fabric is ComputeDomain, but " +
+  return std::string(model::kFabricUnavailable) +
          std::string(options_.mode == ComputeDomainsMode::kOff
                          ? "the operator runs with --compute-domains=off"
                          : "the API server serves no computedomains.resource.nvidia.com (install "
