@@ -182,6 +182,24 @@ TEST_F(DefragTest, PlanMovesOneJobAndGivesItNodesOutsideTheFreedDomain) {
   for (const auto& r : d.moves[0].to.ranks) EXPECT_NE(RackOf(r.node), freed);
 }
 
+// With NVIDIA's DRA driver every node of a running gang that uses ComputeDomains carries the
+// ComputeDomain label: the label must not hide the nodes a move would free from the plan.
+TEST_F(DefragTest, NodesLabelledForTheMovedGangsComputeDomainCountAsFreedByTheMove) {
+  Fragment();
+  for (const std::string job : {"p1", "p2"}) {
+    for (const auto& r : PlacementOf(job).ranks) {
+      Mutate(kube::kNodes, "", r.node, [&](Json& n) {
+        n["metadata"]["labels"][std::string(model::kComputeDomainNodeLabel)] = "uid-" + job;
+      });
+    }
+  }
+  ApplyWaiting(Job("big", 16));
+  Inputs in = Read("big");
+  DefragDecision d = Plan(in, DefragOptions{});
+  ASSERT_TRUE(d.execute) << d.reason;
+  ASSERT_EQ(d.moves.size(), 1u);
+}
+
 TEST_F(DefragTest, AJobMovedWithinItsCooldownIsNotMovedAgain) {
   Fragment();
   ApplyWaiting(Job("big", 16));
