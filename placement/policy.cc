@@ -40,6 +40,17 @@ int HeldBack(const Snapshot& s, DomainId dom, int reserve) {
   return HeldBackSpares(s, dom, reserve);
 }
 
+// Gangs (not preemptible ones) hold every node of `dom` outside a reserve of `reserve` nodes, so
+// the domain's remaining free nodes are those gangs' spares.
+bool SparesGuardGangs(const Snapshot& s, DomainId dom, int reserve) {
+  const std::vector<NodeId>& nodes = s.domains[Idx(dom)].nodes;
+  const auto gang_held = std::count_if(nodes.begin(), nodes.end(), [&](NodeId id) {
+    const Node& n = s.nodes[Idx(id)];
+    return n.gang_reserved && !n.Reclaimable();
+  });
+  return gang_held >= static_cast<int64_t>(nodes.size()) - reserve;
+}
+
 std::string Plural(int n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
@@ -201,13 +212,15 @@ class DomainBestFit : public PlacementPolicy {
   //
   // Under a soft reserve a segment that fills every usable node of some domain exactly goes there
   // even if that takes the domain's spares: an exact fit strands nothing, while keeping the spares
-  // would send the segment to break up another domain (measured in docs/simulator.md). Ties go to
-  // the lower domain index.
+  // would send the segment to break up another domain (measured in docs/simulator.md). Except in a
+  // domain whose nodes outside the reserve are all held by gangs: its spares are what those gangs
+  // recover on (issue #24: a 2-node gang took a 16-node gang's spares while other racks were
+  // empty). Ties go to the lower domain index.
   bool PlaceSegment(const Snapshot& s, int want, Scratch& scratch,
                     std::vector<NodeId>& picked) const {
     if (mode_ == SpareReserve::kSoft && scratch.reserve() > 0) {
       for (DomainId dom = 0; dom < static_cast<DomainId>(s.domains.size()); ++dom) {
-        if (Capacity(s, dom, scratch, 0) == want) {
+        if (!SparesGuardGangs(s, dom, scratch.reserve()) && Capacity(s, dom, scratch, 0) == want) {
           TakeFromDomain(s, dom, want, scratch, picked, 0);
           return true;
         }

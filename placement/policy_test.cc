@@ -314,6 +314,33 @@ INSTANTIATE_TEST_SUITE_P(
                         {"b", "c"},
                         {"a", "b"},
                         ""},
+        // Issue #24, as a new user met it: a 16-node gang holds a's first 16 nodes, b and c are
+        // empty. A 2-node gang would fill a's free nodes exactly, but they are the 16-node gang's
+        // spares: soft leaves them and takes b's nodes outside its reserve, like hard.
+        SoftReserveCase{"KeepsTheSparesOfARackFullOfGangs",
+                        std::string("a: R R R R R R R R R R R R R R R R . .\nb: ") + kEighteen +
+                            "\nc: " + kEighteen,
+                        Gang(2),
+                        {"b"},
+                        {"b"},
+                        ""},
+        // The same rack with one of its 16 nodes held by a pod instead of a gang: no gang fills
+        // the rack, the exact fit strands nothing there, so soft takes it.
+        SoftReserveCase{"ExactFitWhereGangsDoNotFillTheRack",
+                        std::string("a: R R R R R R R R R R R R R R R 4 . .\nb: ") + kEighteen,
+                        Gang(2),
+                        {"b"},
+                        {"a"},
+                        ""},
+        // A rack full of gangs keeps its spares only from the exact-fit shortcut: a gang that fits
+        // nowhere else still takes them rather than wait (the soft promise).
+        SoftReserveCase{
+            "GuardedSparesStillTakenWhenNothingElseFits",
+            "a: R R R R R R R R R R R R R R R R . .\nb: R R R R R R R R R R R R R R R R R .",
+            Gang(2),
+            {},
+            {"a"},
+            "fits nowhere else"},
         // Soft never places what does not fit: the reason names the real free block, not the
         // reserve (10 nodes, not 8).
         SoftReserveCase{"StillWaitsWhenNoDomainFits",

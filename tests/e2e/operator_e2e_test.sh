@@ -131,7 +131,31 @@ kc -n "$ns" delete nvj too-big-17 --wait=true >/dev/null
 # ------------------------------------------------------------------------------------------------
 log "operator + examples"
 start_leader first || exit 1
-for f in job-16-required jobs-two-8 job-32-segmented; do kc -n "$ns" apply -f "$repo/examples/$f.yaml" >/dev/null; done
+# Issue 24, as a new user met it: a 16-node job, then a 2-node job, on 4 empty racks. The 2-node
+# job would fill the first rack's two free nodes exactly, but they are the 16-node job's spares: it
+# goes to an empty rack instead.
+kc -n "$ns" apply -f "$repo/examples/job-16-required.yaml" >/dev/null
+wait_state moe-16 Admitted 60
+kc -n "$ns" apply -f - >/dev/null <<YAML
+apiVersion: nvl72.dev/v1alpha1
+kind: NVL72Job
+metadata: {name: tp-2}
+spec:
+  replicas: 2
+  gpusPerReplica: 4
+  template:
+    spec:
+      containers: [{name: trainer, image: busybox:1.36, command: [sleep, infinity]}]
+YAML
+wait_state tp-2 Admitted 60
+moe_rack=$(ranks_of moe-16 | awk '{split($2, a, "-"); print a[1]}' | sort -u)
+tp2_rack=$(ranks_of tp-2 | awk '{split($2, a, "-"); print a[1]}' | sort -u)
+moe_rack_used=$(for j in moe-16 tp-2; do ranks_of "$j"; done | awk -v r="$moe_rack" '{split($2, a, "-")} a[1] == r' | wc -l)
+[[ -n $moe_rack && $tp2_rack != "$moe_rack" && $moe_rack_used == 16 ]] &&
+  ok "a 2-node job after a 16-node one leaves ${moe_rack}'s 2 spares free (it went to $tp2_rack)" ||
+  fail "tp-2 in '$tp2_rack', moe-16 in '$moe_rack' with $moe_rack_used nodes used"
+kc -n "$ns" delete nvj tp-2 --wait=true >/dev/null
+for f in jobs-two-8 job-32-segmented; do kc -n "$ns" apply -f "$repo/examples/$f.yaml" >/dev/null; done
 for j in moe-16 tp-8-a tp-8-b ep-32; do wait_state "$j" Admitted 60; done
 kc -n "$ns" apply -f "$repo/examples/job-too-big.yaml" >/dev/null
 wait_state too-big-17 Waiting 30
