@@ -26,13 +26,21 @@ using placement::Snapshot;
 // Same-time events are handled in this order, then one scheduling pass runs: a job that completes
 // at the instant its node fails has completed. kDefragRetry only wakes the loop up when the
 // defragmentation budget's minimum interval ends (the operator's retry_after).
-enum class EventType : int { kCompletion = 0, kRepair = 1, kFailure = 2, kDefragRetry = 3 };
+enum class EventType : int {
+  kCompletion = 0,
+  kRepair = 1,
+  kRackRepair = 2,
+  kFailure = 3,
+  kRackFailure = 4,
+  kDefragRetry = 5,
+  kRecoveryBound = 6,  // wakes the loop up when a held gang's wait bound ends
+};
 
 struct Event {
   double time = 0;
   EventType type = EventType::kCompletion;
   int64_t seq = 0;  // insertion order: deterministic tie-break
-  int subject = 0;  // job (completion) or node (failure, repair)
+  int subject = 0;  // job (completion), node (failure, repair) or rack (rack failure, repair)
   int epoch = 0;    // completion: the job's epoch when scheduled; stale events are dropped
 };
 
@@ -50,7 +58,9 @@ struct Shape {
   GangRequest request;    // gangs only
 };
 
-enum class JobState { kFuture, kWaiting, kRunning, kDone, kNeverPlaced };
+// kHeld: a gang whose failed ranks found no node in their domain; it keeps its other nodes and
+// waits for one (the operator's Recovering/WaitingForNode), see SimOptions::gang_recovery.
+enum class JobState { kFuture, kWaiting, kRunning, kHeld, kDone, kNeverPlaced };
 
 struct Job {
   const TraceJob* trace = nullptr;
@@ -64,7 +74,8 @@ struct Job {
   double speed = 1;
   double run_start_s = 0;        // the current run (including restart overhead) began
   double progress_start_s = 0;   // the current run makes progress from here
-  double gang_failed_at_s = -1;  // a gang requeued by a failure: when (until placed again)
+  double gang_failed_at_s = -1;  // a gang requeued or held by a failure: when (until placed again)
+  std::vector<int> missing_ranks;           // kHeld: the ranks without a node
   std::optional<double> defrag_moved_at_s;  // last move by defragmentation (the cooldown)
 };
 
@@ -92,8 +103,12 @@ double Mean(const std::vector<double>& v) {
 class Run {
  public:
   Run(const Trace& trace, const PlacementPolicy& policy, const SimOptions& options,
-      FailureSource& failures)
-      : trace_(trace), policy_(policy), options_(options), failures_(failures) {}
+      FailureSource& failures, FailureSource& rack_failures)
+      : trace_(trace),
+        policy_(policy),
+        options_(options),
+        failures_(failures),
+        rack_failures_(rack_failures) {}
 
   StatusOr<PolicyMetrics> Execute();
 
@@ -153,11 +168,28 @@ class Run {
   bool DefragPlanFreesRoom(int gang, const placement::DefragPlan& plan,
                            const std::vector<int>& running) const;
   Status HandleFailure(int node);
+  // Every node of `rack` goes down, then the jobs on them are interrupted.
+  Status HandleRackFailure(int rack);
+  void HandleRackRepair(int rack);
+  void ScheduleNextRackOutage(int rack);
+  // A node is down while its own outage or its rack's holds it (down_holds_ > 0).
   void MarkNodeDown(int node);
+  void MarkNodeUp(int node);
   // What a failure of `node` does to one job on it.
   Status InterruptJob(int job_index, int node);
   // Recovers a gang hit on `node` in place (SelectReplacements); false: the policy could not.
   StatusOr<bool> RecoverInPlace(int job_index, int node);
+  // The operator's wait: the gang keeps its healthy nodes and waits for one in its domain.
+  void HoldForRecovery(int job_index, int node);
+  // A node of a held gang failed too: that rank also needs a node.
+  void DropHeldRank(int job_index, int node);
+  // Each held gang, in failure order: Replace when its domain has nodes again, else after the wait
+  // bound MoveGang when PlaceGang finds room without its own nodes (the operator's PlanRecovery).
+  Status RecoveryPass();
+  StatusOr<bool> ReplaceHeldRanks(int job_index);
+  StatusOr<bool> MoveHeldGang(int job_index);
+  // A held gang holds every node again and restarts.
+  void ResumeHeld(int job_index, bool in_place);
   // Moves `failed_ranks` of the job from `node` to `recovery.replacement` (evicting as asked).
   Status ReplaceRanks(int job_index, int node, const std::vector<int>& failed_ranks,
                       const placement::RecoveryDecision& recovery);
@@ -178,6 +210,7 @@ class Run {
   const PlacementPolicy& policy_;
   const SimOptions options_;
   FailureSource& failures_;
+  FailureSource& rack_failures_;
   PolicyMetrics metrics_;
 
   Snapshot snapshot_;
@@ -202,6 +235,7 @@ class Run {
   int waiting_jobs_ = 0;
   int running_jobs_ = 0;
   int down_nodes_ = 0;
+  std::vector<int> down_holds_;  // per node: outages (its own, its rack's) holding it down
   int healthy_gpus_ = 0;
   int stranded_gpus_ = 0;
   int spare_gpus_ = 0;  // GPUs of the policy's designated spare nodes (held back from gangs)
@@ -211,7 +245,8 @@ class Run {
   std::vector<double> waits_;
   std::vector<double> gang_waits_;
   std::vector<double> pod_waits_;
-  std::vector<double> recovery_waits_;  // per gang failure, see PolicyMetrics
+  std::vector<double> recovery_waits_;     // per gang failure, see PolicyMetrics
+  std::set<std::pair<double, int>> held_;  // held gangs by (failure time, job)
 
   // Accumulators in GPU-seconds / seconds.
   double healthy_gpu_s_waiting_ = 0;
@@ -243,9 +278,14 @@ void Run::BuildJobs() {
     shape.ranks = shape.gang ? (t.gpus + c.gpus_per_node - 1) / c.gpus_per_node : 1;
     shape.gpus_per_node = shape.gang ? c.gpus_per_node : t.gpus;
     shape.preemptible = t.gpus <= options_.preemptible_max_gpus;
+    const int segment = !shape.gang            ? 0
+                        : t.segment_nodes <= 0 ? SegmentSizeFor(shape.ranks, c, options_.spares)
+                        : t.segment_nodes >= shape.ranks ? 0
+                                                         : t.segment_nodes;
     auto it = std::find_if(shapes_.begin(), shapes_.end(), [&](const Shape& s) {
       return s.gang == shape.gang && s.ranks == shape.ranks &&
-             s.gpus_per_node == shape.gpus_per_node && s.preemptible == shape.preemptible;
+             s.gpus_per_node == shape.gpus_per_node && s.preemptible == shape.preemptible &&
+             s.request.segment_size == segment;
     });
     if (it == shapes_.end()) {
       if (shape.gang) {
@@ -254,7 +294,7 @@ void Run::BuildJobs() {
         shape.request.replicas = shape.ranks;
         shape.request.gpus_per_replica = shape.gpus_per_node;
         shape.request.mode = placement::TopologyMode::kRequired;
-        shape.request.segment_size = SegmentSizeFor(shape.ranks, c, options_.spares);
+        shape.request.segment_size = segment;
         shape.request.preemptible = shape.preemptible;
       }
       shapes_.push_back(shape);
@@ -555,7 +595,11 @@ Run::DefragRunning Run::CollectDefragRunning() const {
   DefragRunning out;
   for (size_t node = 0; node < node_jobs_.size(); ++node) {
     for (int j : node_jobs_[node]) {
-      if (jobs_[static_cast<size_t>(j)].placement.rank_nodes.front() == static_cast<NodeId>(node)) {
+      const Job& job = jobs_[static_cast<size_t>(j)];
+      // A held gang is not running: not a candidate (the operator's defragmentation never moves
+      // a job in a recovery either); its nodes stay taken in the snapshot.
+      if (job.state == JobState::kRunning &&
+          job.placement.rank_nodes.front() == static_cast<NodeId>(node)) {
         out.index.push_back(j);
       }
     }
@@ -677,6 +721,9 @@ Status Run::HandleFailure(int node) {
 }
 
 void Run::MarkNodeDown(int node) {
+  if (down_holds_[static_cast<size_t>(node)]++ > 0) {
+    return;  // already down
+  }
   placement::Node& n = snapshot_.nodes[static_cast<size_t>(node)];
   n.ready = false;
   ++down_nodes_;
@@ -687,6 +734,10 @@ void Run::MarkNodeDown(int node) {
 Status Run::InterruptJob(int job_index, int node) {
   Job& job = jobs_[static_cast<size_t>(job_index)];
   const Shape& shape = shapes_[static_cast<size_t>(job.shape)];
+  if (job.state == JobState::kHeld) {
+    DropHeldRank(job_index, node);
+    return Status::Ok();
+  }
   if (job.state != JobState::kRunning) {
     return Status::Ok();  // already evicted for an earlier recovery
   }
@@ -700,6 +751,10 @@ Status Run::InterruptJob(int job_index, int node) {
         return recovered.status();
       }
       if (*recovered) {
+        return Status::Ok();
+      }
+      if (options_.gang_recovery == GangRecovery::kHold) {
+        HoldForRecovery(job_index, node);
         return Status::Ok();
       }
     }
@@ -732,6 +787,129 @@ StatusOr<bool> Run::RecoverInPlace(int job_index, int node) {
   recovery_waits_.push_back(0);
   BeginSegment(job, job_index, /*restart=*/true);
   return true;
+}
+
+void Run::HoldForRecovery(int job_index, int node) {
+  Job& job = jobs_[static_cast<size_t>(job_index)];
+  job.state = JobState::kHeld;
+  job.gang_failed_at_s = now_;
+  job.restart_pending = true;
+  job.missing_ranks.clear();
+  DropHeldRank(job_index, node);
+  held_.emplace(now_, job_index);
+  --running_jobs_;
+  ++waiting_jobs_;
+  ++metrics_.gang_holds;
+  Push(EventType::kRecoveryBound, now_ + options_.recovery_wait_s, job_index);
+}
+
+void Run::DropHeldRank(int job_index, int node) {
+  Job& job = jobs_[static_cast<size_t>(job_index)];
+  for (size_t r = 0; r < job.placement.rank_nodes.size(); ++r) {
+    if (job.placement.rank_nodes[r] == node) {
+      job.missing_ranks.push_back(static_cast<int>(r));
+      ReleaseNode(job_index, node);
+    }
+  }
+}
+
+Status Run::RecoveryPass() {
+  const std::vector<std::pair<double, int>> held(held_.begin(), held_.end());
+  for (const auto& [failed_at, job_index] : held) {
+    StatusOr<bool> replaced = ReplaceHeldRanks(job_index);
+    if (!replaced.ok()) {
+      return replaced.status();
+    }
+    if (*replaced || now_ < failed_at + options_.recovery_wait_s) {
+      continue;
+    }
+    NVL72_RETURN_IF_ERROR(MoveHeldGang(job_index).status());
+  }
+  return Status::Ok();
+}
+
+StatusOr<bool> Run::ReplaceHeldRanks(int job_index) {
+  Job& job = jobs_[static_cast<size_t>(job_index)];
+  const Shape& shape = shapes_[static_cast<size_t>(job.shape)];
+  // A rank whose own node is back takes it again (the operator's NodeRecovered).
+  std::erase_if(job.missing_ranks, [&](int rank) {
+    const NodeId node = job.placement.rank_nodes[static_cast<size_t>(rank)];
+    const placement::Node& n = snapshot_.nodes[static_cast<size_t>(node)];
+    if (!n.Schedulable() || !n.Empty()) {
+      return false;
+    }
+    Occupy(job_index, node);
+    return true;
+  });
+  if (job.missing_ranks.empty()) {
+    ResumeHeld(job_index, /*in_place=*/true);
+    return true;
+  }
+  const placement::RecoveryDecision d =
+      policy_.SelectReplacements(snapshot_, shape.request, job.placement, job.missing_ranks);
+  if (!d.recovered) {
+    return false;
+  }
+  if (d.replacement.size() != job.missing_ranks.size()) {
+    return InternalError(std::string(policy_.Name()) +
+                         ": SelectReplacements returned the wrong number of nodes");
+  }
+  for (size_t k = 0; k < d.replacement.size(); ++k) {
+    if (k < d.evict.size() && d.evict[k]) {
+      Evict(d.replacement[k]);
+    }
+    NVL72_RETURN_IF_ERROR(CheckNode(d.replacement[k], shape.gpus_per_node, "SelectReplacements"));
+    job.placement.rank_nodes[static_cast<size_t>(job.missing_ranks[k])] = d.replacement[k];
+    Occupy(job_index, d.replacement[k]);
+  }
+  ResumeHeld(job_index, /*in_place=*/true);
+  return true;
+}
+
+StatusOr<bool> Run::MoveHeldGang(int job_index) {
+  Job& job = jobs_[static_cast<size_t>(job_index)];
+  const Shape& shape = shapes_[static_cast<size_t>(job.shape)];
+  std::vector<NodeId> kept;  // the nodes the gang still holds
+  for (size_t r = 0; r < job.placement.rank_nodes.size(); ++r) {
+    if (std::find(job.missing_ranks.begin(), job.missing_ranks.end(), static_cast<int>(r)) ==
+        job.missing_ranks.end()) {
+      kept.push_back(job.placement.rank_nodes[r]);
+    }
+  }
+  for (NodeId node : kept) {
+    ReleaseNode(job_index, node);
+  }
+  const GangPlacement before = job.placement;
+  StatusOr<bool> placed = PlaceGangJob(job, shape);
+  if (!placed.ok() || !*placed) {
+    job.placement = before;
+    for (NodeId node : kept) {
+      Occupy(job_index, node);
+    }
+    return placed;
+  }
+  for (NodeId node : job.placement.rank_nodes) {
+    Occupy(job_index, node);
+  }
+  ResumeHeld(job_index, /*in_place=*/false);
+  return true;
+}
+
+void Run::ResumeHeld(int job_index, bool in_place) {
+  Job& job = jobs_[static_cast<size_t>(job_index)];
+  held_.erase({job.gang_failed_at_s, job_index});
+  job.missing_ranks.clear();
+  job.state = JobState::kRunning;
+  --waiting_jobs_;
+  ++running_jobs_;
+  if (in_place) {
+    ++metrics_.gang_recovered_in_place;
+  }
+  recovery_waits_.push_back(now_ - job.gang_failed_at_s);
+  metrics_.gang_recovery_wait_gpu_hours += job.trace->gpus * (now_ - job.gang_failed_at_s) / 3600.0;
+  job.gang_failed_at_s = -1;
+  stats_dirty_ = true;
+  BeginSegment(job, job_index, /*restart=*/true);
 }
 
 Status Run::ReplaceRanks(int job_index, int node, const std::vector<int>& failed_ranks,
@@ -773,6 +951,14 @@ void Run::Evict(NodeId node) {
 }
 
 void Run::HandleRepair(int node) {
+  MarkNodeUp(node);
+  ScheduleNextOutage(node);
+}
+
+void Run::MarkNodeUp(int node) {
+  if (--down_holds_[static_cast<size_t>(node)] > 0) {
+    return;  // another outage still holds it down
+  }
   placement::Node& n = snapshot_.nodes[static_cast<size_t>(node)];
   n.ready = true;
   --down_nodes_;
@@ -780,7 +966,42 @@ void Run::HandleRepair(int node) {
   std::fill(shape_blocked_.begin(), shape_blocked_.end(), false);
   std::fill(defrag_blocked_.begin(), defrag_blocked_.end(), false);
   stats_dirty_ = true;
-  ScheduleNextOutage(node);
+}
+
+Status Run::HandleRackFailure(int rack) {
+  ++metrics_.rack_outages;
+  const std::vector<NodeId>& nodes = snapshot_.domains[static_cast<size_t>(rack)].nodes;
+  for (NodeId node : nodes) {
+    MarkNodeDown(node);
+  }
+  bool hit_any = false;
+  for (NodeId node : nodes) {
+    const std::vector<int> hit = node_jobs_[static_cast<size_t>(node)];
+    hit_any = hit_any || !hit.empty();
+    for (int job_index : hit) {
+      NVL72_RETURN_IF_ERROR(InterruptJob(job_index, node));
+    }
+  }
+  if (hit_any) {
+    ++metrics_.rack_outages_hitting_jobs;
+  }
+  return Status::Ok();
+}
+
+void Run::HandleRackRepair(int rack) {
+  for (NodeId node : snapshot_.domains[static_cast<size_t>(rack)].nodes) {
+    MarkNodeUp(node);
+  }
+  ScheduleNextRackOutage(rack);
+}
+
+void Run::ScheduleNextRackOutage(int rack) {
+  const NodeOutage next = rack_failures_.NextOutage(rack, now_);
+  if (!std::isfinite(next.fail_s) || !std::isfinite(next.repaired_s)) {
+    return;
+  }
+  Push(EventType::kRackFailure, next.fail_s, rack);
+  Push(EventType::kRackRepair, next.repaired_s, rack);
 }
 
 void Run::ScheduleNextOutage(int node) {
@@ -862,8 +1083,12 @@ StatusOr<PolicyMetrics> Run::Execute() {
   clock_.Advance(start, false);
   // A node's failure and repair are pushed together and its outages never overlap, so failures
   // and repairs of one node alternate.
+  down_holds_.assign(snapshot_.nodes.size(), 0);
   for (size_t node = 0; node < snapshot_.nodes.size(); ++node) {
     ScheduleNextOutage(static_cast<int>(node));
+  }
+  for (size_t rack = 0; rack < snapshot_.domains.size(); ++rack) {
+    ScheduleNextRackOutage(static_cast<int>(rack));
   }
   NVL72_RETURN_IF_ERROR(EventLoop());
   MarkWaitingNeverPlaced();  // only if the event source ran dry with jobs still waiting
@@ -932,7 +1157,14 @@ Status Run::HandleDueEvents() {
       case EventType::kFailure:
         NVL72_RETURN_IF_ERROR(HandleFailure(event.subject));
         break;
+      case EventType::kRackRepair:
+        HandleRackRepair(event.subject);
+        break;
+      case EventType::kRackFailure:
+        NVL72_RETURN_IF_ERROR(HandleRackFailure(event.subject));
+        break;
       case EventType::kDefragRetry:
+      case EventType::kRecoveryBound:
         break;  // the passes run next
     }
   }
@@ -942,6 +1174,7 @@ Status Run::HandleDueEvents() {
 // Each plan starts a waiting gang (and places the moved jobs again at once), so this ends.
 Status Run::ScheduleUntilSettled() {
   while (true) {
+    NVL72_RETURN_IF_ERROR(RecoveryPass());
     NVL72_RETURN_IF_ERROR(SchedulePass());
     StatusOr<bool> planned = DefragPass();
     if (!planned.ok()) {
@@ -1015,6 +1248,18 @@ void Run::FinishWaitMetrics() {
 
 }  // namespace
 
+std::string_view GangRecoveryName(GangRecovery recovery) {
+  return recovery == GangRecovery::kHold ? "hold" : "requeue";
+}
+
+bool ParseGangRecovery(std::string_view text, GangRecovery* out) {
+  if (text != "hold" && text != "requeue") {
+    return false;
+  }
+  *out = text == "hold" ? GangRecovery::kHold : GangRecovery::kRequeue;
+  return true;
+}
+
 int SegmentSizeFor(int ranks, const ClusterShape& cluster, int spares) {
   int room = cluster.nodes_per_rack - std::max(0, spares);
   if (room <= 0) {
@@ -1028,11 +1273,16 @@ int SegmentSizeFor(int ranks, const ClusterShape& cluster, int spares) {
 }
 
 StatusOr<PolicyMetrics> Simulate(const Trace& trace, const PlacementPolicy& policy,
-                                 const SimOptions& options, FailureSource* failures) {
+                                 const SimOptions& options, FailureSource* failures,
+                                 FailureSource* rack_failures) {
   FailureTimeline timeline(
       options.cluster.racks * options.cluster.nodes_per_rack,
       FailureModelOptions{options.mtbf_hours, options.repair_hours, options.seed});
-  Run run(trace, policy, options, failures != nullptr ? *failures : timeline);
+  FailureTimeline rack_timeline(
+      options.cluster.racks, FailureModelOptions{options.rack_mtbf_hours, options.rack_repair_hours,
+                                                 RackTimelineSeed(options.seed)});
+  Run run(trace, policy, options, failures != nullptr ? *failures : timeline,
+          rack_failures != nullptr ? *rack_failures : rack_timeline);
   return run.Execute();
 }
 

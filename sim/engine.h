@@ -14,6 +14,9 @@
 //   work since its last checkpoint; every restart costs restart_minutes. Policies with
 //   RecoversInPlace() get SelectReplacements(); otherwise (or on failure) the job is requeued.
 //   A replacement that needs an eviction requeues the preemptible jobs on that node first.
+// - Rack outages (optional, rack_mtbf_hours): every node of the rack is NotReady until the rack is
+//   repaired; a node is Ready when neither its own outage nor its rack's holds it down. All nodes
+//   go down before any job is interrupted, so no recovery picks a node of the failing rack.
 // - Defragmentation (options.defrag, the operator's rules: placement/defrag.h holds them for both,
 //   operator/defrag_executor.h uses them too): after a pass, when a waiting gang does not fit
 //   although enough GPUs are free in the cluster, placement::PlanDefrag picks the fewest
@@ -26,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "common/status.h"
 #include "placement/defrag.h"
@@ -56,13 +60,34 @@ struct DefragBudget {
   double cooldown_s = placement::kDefaultDefragCooldownSeconds;
 };
 
+// What a policy that recovers in place (nvl72) does when a failed rank finds no node in its domain.
+enum class GangRecovery {
+  // The operator's PlanRecovery: the gang keeps its healthy nodes and waits for a node in its
+  // domain (Replace, in place); after recovery_wait_s it moves whole where PlaceGang finds room
+  // without its own nodes (MoveGang), else it keeps waiting.
+  kHold,
+  // The model before (issue #24): the gang releases its nodes and is requeued at its arrival
+  // position, like the baselines.
+  kRequeue,
+};
+
+std::string_view GangRecoveryName(GangRecovery recovery);  // "hold", "requeue"
+bool ParseGangRecovery(std::string_view text, GangRecovery* out);
+
 struct SimOptions {
   ClusterShape cluster;
   double cross_domain_speed = 0.57;  // 1 - 0.43 (NVLink -> InfiniBand loss; docs/simulator.md)
   double mtbf_hours = 12669;         // per 4-GPU node, from Llama 3 (see docs/simulator.md)
   double repair_hours = 24;
+  // Whole-rack outages (NVLink switch tray, fabric): every node of a rack goes NotReady together.
+  // Mean up-time of one rack between outages; <= 0 disables them (the default: no sourced rate).
+  double rack_mtbf_hours = 0;
+  double rack_repair_hours = 24;  // mean time a failed rack stays down (exponential)
   double checkpoint_minutes = 30;
   double restart_minutes = 10;
+  GangRecovery gang_recovery = GangRecovery::kHold;
+  // The operator's wait bound before MoveGang: 3 x notReadyGraceSeconds (60 s) by default.
+  double recovery_wait_s = 180;
   // PolicyOptions::spares_per_domain (its default, the operator's); also bounds segment size.
   int spares = placement::PolicyOptions{}.spares_per_domain;
   placement::SpareReserve spare_reserve = placement::PolicyOptions{}.spare_reserve;  // likewise
@@ -82,7 +107,11 @@ int SegmentSizeFor(int ranks, const ClusterShape& cluster, int spares);
 // under `policy`. Node outages come from `failures` (tests script them) or, when null, from a
 // FailureTimeline of options.mtbf_hours / repair_hours / seed. Returns InternalError if the policy
 // returns an invalid placement.
+// Rack outages likewise come from `rack_failures` or a FailureTimeline of rack_mtbf_hours /
+// rack_repair_hours seeded from RackStreamSeed(seed), so adding them leaves the node timeline as it
+// was.
 StatusOr<PolicyMetrics> Simulate(const Trace& trace, const placement::PlacementPolicy& policy,
-                                 const SimOptions& options, FailureSource* failures = nullptr);
+                                 const SimOptions& options, FailureSource* failures = nullptr,
+                                 FailureSource* rack_failures = nullptr);
 
 }  // namespace nvl72::sim

@@ -32,11 +32,12 @@ SimOptions Options(int racks, int nodes_per_rack, int spares) {
 }
 
 PolicyMetrics RunPolicy(const Trace& trace, const std::string& policy_name,
-                        const SimOptions& options, FailureSource* failures = nullptr) {
+                        const SimOptions& options, FailureSource* failures = nullptr,
+                        FailureSource* rack_failures = nullptr) {
   auto policy = placement::MakePolicy(
       policy_name, placement::PolicyOptions{options.spares, options.spare_reserve});
   EXPECT_NE(policy, nullptr);
-  StatusOr<PolicyMetrics> m = Simulate(trace, *policy, options, failures);
+  StatusOr<PolicyMetrics> m = Simulate(trace, *policy, options, failures, rack_failures);
   EXPECT_TRUE(m.ok()) << m.status();
   return m.ok() ? *m : PolicyMetrics{};
 }
@@ -147,12 +148,14 @@ TEST(Simulate, FailureRecoversInPlaceForNvl72AndRequeuesForDomainBestFit) {
   }
 }
 
-// 1 rack x 2 nodes, no spare: nvl72 finds no replacement for n0 and requeues G; G restarts when
-// n0 is repaired at t=300: ends at 300 + 600 + 940.
+// 1 rack x 2 nodes, no spare, --gang-recovery requeue: nvl72 finds no replacement for n0 and
+// requeues G; G restarts when n0 is repaired at t=300: ends at 300 + 600 + 940.
 TEST(Simulate, NoReplacementInTheDomainRequeuesTheGang) {
   const Trace trace = MakeTrace("G,0,1000,8\n");
   ScriptedFailures failures({{0, {NodeOutage{100, 300}}}});
-  PolicyMetrics m = RunPolicy(trace, "nvl72", Options(1, 2, /*spares=*/0), &failures);
+  SimOptions options = Options(1, 2, /*spares=*/0);
+  options.gang_recovery = GangRecovery::kRequeue;
+  PolicyMetrics m = RunPolicy(trace, "nvl72", options, &failures);
   EXPECT_EQ(m.gang_failures, 1);
   EXPECT_EQ(m.gang_recovered_in_place, 0);
   EXPECT_DOUBLE_EQ(m.in_place_recovery_ratio, 0);
@@ -166,6 +169,94 @@ TEST(Simulate, NoReplacementInTheDomainRequeuesTheGang) {
   EXPECT_NEAR(m.waiting_hours * kHour, 200, 1e-9);
   EXPECT_NEAR(m.healthy_gpu_hours_waiting * kHour, 4 * 200, 1e-9);
   EXPECT_DOUBLE_EQ(m.usable_capacity, 0);
+}
+
+// The operator's recovery (--gang-recovery hold, the default) against the requeue model.
+// 1 rack x 3 nodes, no spare. t=0: G (8 GPUs, 1000 s) on n0 n1, P (4 GPUs, 500 s) on n2.
+//   t=100 n0 fails (back at 5000); t=200 Q (4 GPUs) arrives; t=500 P ends.
+// hold: G keeps n1, so Q finds no node; at 500 G takes n2 in place (waited 400 s), restarts
+//   (600 s) and ends at 1100 + 940 (60 s checkpointed); Q starts then.
+// requeue: G frees n1 and Q takes it at 200; at 500 only n2 is free, so G waits for n0's repair
+//   at 5000 (waited 4900 s).
+TEST(Simulate, HeldGangTakesTheNextNodeOfItsRackWhereARequeuedOneLosesIt) {
+  const Trace trace = MakeTrace("G,0,1000,8\nP,0,500,4\nQ,200,10000,4\n");
+  for (GangRecovery recovery : {GangRecovery::kHold, GangRecovery::kRequeue}) {
+    SCOPED_TRACE(std::string(GangRecoveryName(recovery)));
+    ScriptedFailures failures({{0, {NodeOutage{100, 5000}}}});
+    SimOptions options = Options(1, 3, /*spares=*/0);
+    options.gang_recovery = recovery;
+    const PolicyMetrics m = RunPolicy(trace, "nvl72", options, &failures);
+    EXPECT_EQ(m.gang_failures, 1);
+    EXPECT_EQ(m.jobs_completed, 3);
+    if (recovery == GangRecovery::kHold) {
+      EXPECT_EQ(m.gang_holds, 1);
+      EXPECT_EQ(m.gang_recovered_in_place, 1);
+      EXPECT_EQ(m.requeues, 0);
+      EXPECT_DOUBLE_EQ(m.gang_recovery_wait_mean_s, 400);
+      EXPECT_EQ(m.gang_starts, 1);
+    } else {
+      EXPECT_EQ(m.gang_holds, 0);
+      EXPECT_EQ(m.gang_recovered_in_place, 0);
+      EXPECT_EQ(m.requeues, 1);
+      EXPECT_DOUBLE_EQ(m.gang_recovery_wait_mean_s, 4900);
+      EXPECT_EQ(m.gang_starts, 2);
+    }
+  }
+}
+
+// After the wait bound a held gang moves whole where it fits (the operator's MoveGang), and that
+// is not an in-place recovery. 2 racks x 2 nodes, no spare. t=0: A (8 GPUs, 150 s) on rack0,
+// G (8 GPUs, 2000 s) on rack1; t=100 rack1-n0 fails for good. Rack0 is free from 150, but G waits
+// out the bound (180 s) in its own rack first: moved at 280; with a bound of 0, at 150.
+TEST(Simulate, HeldGangMovesAfterTheWaitBound) {
+  const Trace trace = MakeTrace("A,0,150,8\nG,0,2000,8\n");
+  for (double bound : {180.0, 0.0}) {
+    SCOPED_TRACE(bound);
+    ScriptedFailures failures({{2, {NodeOutage{100, 1e9}}}});
+    SimOptions options = Options(2, 2, /*spares=*/0);
+    options.recovery_wait_s = bound;
+    const PolicyMetrics m = RunPolicy(trace, "nvl72", options, &failures);
+    EXPECT_EQ(m.gang_holds, 1);
+    EXPECT_EQ(m.gang_recovered_in_place, 0);
+    EXPECT_EQ(m.gang_starts, 3);
+    EXPECT_DOUBLE_EQ(m.gang_recovery_wait_mean_s, bound > 0 ? 180 : 50);
+    // 60 s of G's 100 s were checkpointed: 1940 s left after the restart.
+    EXPECT_NEAR(m.makespan_s, (bound > 0 ? 280 : 150) + 600 + 1940, 1e-9);
+  }
+}
+
+// A rack outage takes every node of the rack at once: no replacement in the rack, so nvl72 moves
+// the gang after its wait bound and domain-best-fit places it again at once. 2 racks x 3 nodes,
+// spares 1; rack0 is down [100, 5000).
+TEST(Simulate, RackOutageStopsEveryNodeOfTheRack) {
+  const Trace trace = MakeTrace("G,0,1000,8\n");
+  for (const std::string policy : {"nvl72", "domain-best-fit"}) {
+    SCOPED_TRACE(policy);
+    ScriptedFailures nodes({});
+    ScriptedFailures racks({{0, {NodeOutage{100, 5000}}}});
+    const PolicyMetrics m = RunPolicy(trace, policy, Options(2, 3, /*spares=*/1), &nodes, &racks);
+    EXPECT_EQ(m.rack_outages, 1);
+    EXPECT_EQ(m.rack_outages_hitting_jobs, 1);
+    EXPECT_EQ(m.node_failures, 0);
+    EXPECT_EQ(m.gang_failures, 1);  // one gang, two ranks in the rack: one failure
+    EXPECT_EQ(m.gang_recovered_in_place, 0);
+    EXPECT_DOUBLE_EQ(m.gang_recovery_wait_mean_s, policy == "nvl72" ? 180 : 0);
+    EXPECT_EQ(m.jobs_completed, 1);
+  }
+}
+
+// A node stays down while its own outage or its rack's holds it. 1 rack x 1 node: P (4 GPUs,
+// 100 s) is stopped by n0's outage [50, 200); the rack is down [100, 300): P starts again at 300
+// (not at 200) and ends at 300 + 600 + 100 (nothing checkpointed).
+TEST(Simulate, NodeOutageInsideARackOutageEndsWithTheLaterOfBoth) {
+  const Trace trace = MakeTrace("P,0,100,4\n");
+  ScriptedFailures nodes({{0, {NodeOutage{50, 200}}}});
+  ScriptedFailures racks({{0, {NodeOutage{100, 300}}}});
+  const PolicyMetrics m = RunPolicy(trace, "nvl72", Options(1, 1, /*spares=*/0), &nodes, &racks);
+  EXPECT_EQ(m.node_failures, 1);
+  EXPECT_EQ(m.rack_outages, 1);
+  EXPECT_EQ(m.rack_outages_hitting_jobs, 0);  // P was already stopped
+  EXPECT_NEAR(m.makespan_s, 1000, 1e-9);
 }
 
 // A pod on a failed node is requeued at its arrival position and resumes from its checkpoint.
@@ -201,12 +292,22 @@ TEST(Simulate, RecoveryEvictsPreemptibleWorkFromALentSpare) {
   EXPECT_EQ(m.requeues, 1);
   EXPECT_NEAR(m.makespan_s, 7180, 1e-9);
 
+  // Without lending P is never evicted: the held gang waits in its rack until n0 is back (5000).
   options.preemptible_max_gpus = 0;
   ScriptedFailures again({{0, {NodeOutage{100, 5000}}}});
   PolicyMetrics no_lending = RunPolicy(trace, "nvl72", options, &again);
-  EXPECT_EQ(no_lending.gang_recovered_in_place, 0);
   EXPECT_EQ(no_lending.preemptions, 0);
-  EXPECT_EQ(no_lending.requeues, 1);
+  EXPECT_EQ(no_lending.gang_holds, 1);
+  EXPECT_EQ(no_lending.requeues, 0);
+  EXPECT_EQ(no_lending.gang_recovered_in_place, 1);
+  EXPECT_DOUBLE_EQ(no_lending.gang_recovery_wait_mean_s, 5000 - 100);
+  // The requeue model: no eviction either; the gang is requeued.
+  options.gang_recovery = GangRecovery::kRequeue;
+  ScriptedFailures third({{0, {NodeOutage{100, 5000}}}});
+  PolicyMetrics requeued = RunPolicy(trace, "nvl72", options, &third);
+  EXPECT_EQ(requeued.gang_recovered_in_place, 0);
+  EXPECT_EQ(requeued.preemptions, 0);
+  EXPECT_EQ(requeued.requeues, 1);
 }
 
 TEST(Simulate, GangThatNeverFitsIsReportedNotLooped) {

@@ -17,6 +17,8 @@ uint64_t NodeStreamSeed(uint64_t seed, int node) {
   return z ^ (z >> 31);
 }
 
+uint64_t RackTimelineSeed(uint64_t seed) { return NodeStreamSeed(~seed, -1); }
+
 FailureTimeline::FailureTimeline(int nodes, const FailureModelOptions& options)
     : options_(options), last_repaired_s_(static_cast<size_t>(nodes), -1.0) {
   streams_.reserve(static_cast<size_t>(nodes));

@@ -63,4 +63,8 @@ class FailureTimeline final : public FailureSource {
 // Seed of node `node`'s stream: SplitMix64 of the run seed and the node index.
 uint64_t NodeStreamSeed(uint64_t seed, int node);
 
+// Seed of the rack-outage timeline of a run: a different value than the run seed, so that rack
+// streams never repeat node streams, and the node timeline is the same with or without racks.
+uint64_t RackTimelineSeed(uint64_t seed);
+
 }  // namespace nvl72::sim

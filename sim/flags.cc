@@ -108,6 +108,16 @@ Apply TracePath(std::string& target) {
   };
 }
 
+Apply MixName(std::string& target) {
+  return [&target](std::string_view v) {
+    if (v != "llm") {
+      return BadValue("mix", v, "llm");
+    }
+    target = std::string(v);
+    return Status::Ok();
+  };
+}
+
 Apply PolicyList(std::vector<std::string>& target) {
   return [&target](std::string_view v) {
     target.clear();
@@ -133,6 +143,15 @@ Apply SpareReserveValue(placement::SpareReserve& target) {
   return [&target](std::string_view v) {
     if (!placement::ParseSpareReserve(v, &target)) {
       return BadValue("spare-reserve", v, "hard or soft");
+    }
+    return Status::Ok();
+  };
+}
+
+Apply GangRecoveryValue(GangRecovery& target) {
+  return [&target](std::string_view v) {
+    if (!ParseGangRecovery(v, &target)) {
+      return BadValue("gang-recovery", v, "hold or requeue");
     }
     return Status::Ok();
   };
@@ -175,6 +194,13 @@ std::vector<Flag> MakeFlags(SimConfig& c) {
   return {
       {"trace", "PATH", "ITP CSV trace (job_id,submission_time,duration,num_gpu). Required.",
        TracePath(c.trace_path)},
+      {"mix", "llm",
+       "Instead of --trace, a synthetic LLM-era job mix drawn from --seed: 16- and 18-node gangs "
+       "in one rack each, 32- and 64-node jobs in segments of 16, small jobs; load 0.85 of the "
+       "cluster (recipe in docs/simulator.md).",
+       MixName(c.mix)},
+      {"mix-days", "D", "Days of arrivals of --mix. Default 60 (like cluster04).",
+       Number("mix-days", c.mix_days, 0, false, "a number > 0")},
       {"racks", "N", "NVLink domains (racks). Default " + std::to_string(d.cluster.racks) + ".",
        PositiveInt("racks", o.cluster.racks)},
       {"nodes-per-rack", "N",
@@ -209,6 +235,14 @@ std::vector<Flag> MakeFlags(SimConfig& c) {
        "Mean repair time of a failed node, hours (exponential). Default " + Fmt(d.repair_hours) +
            ".",
        Number("repair-hours", o.repair_hours, 0, true, "a number >= 0")},
+      {"rack-mtbf-hours", "H",
+       "Mean time between whole-rack outages of one rack (every node NotReady at once: NVLink "
+       "switch tray, fabric), hours; 0 disables them. Default 0 (no sourced rate: sweep it).",
+       Number("rack-mtbf-hours", o.rack_mtbf_hours, 0, true, "a number >= 0")},
+      {"rack-repair-hours", "H",
+       "Mean repair time of a failed rack, hours (exponential). Default " +
+           Fmt(d.rack_repair_hours) + ".",
+       Number("rack-repair-hours", o.rack_repair_hours, 0, true, "a number >= 0")},
       {"checkpoint-minutes", "M",
        "Checkpoint interval; a failure loses the work since the last one; 0 = no loss. "
        "Default " +
@@ -218,6 +252,17 @@ std::vector<Flag> MakeFlags(SimConfig& c) {
        "Restart overhead of a job resuming from a checkpoint. Default " + Fmt(d.restart_minutes) +
            ".",
        Number("restart-minutes", o.restart_minutes, 0, true, "a number >= 0")},
+      {"gang-recovery", "hold|requeue",
+       "What nvl72 does when a failed rank finds no node in its rack. hold: the operator's "
+       "recovery, the gang keeps its other nodes and waits for one there, then after "
+       "--recovery-wait-seconds moves whole where it fits; requeue: releases its nodes and "
+       "requeues like the baselines (the model before). Default " +
+           std::string(GangRecoveryName(d.gang_recovery)) + ".",
+       GangRecoveryValue(o.gang_recovery)},
+      {"recovery-wait-seconds", "S",
+       "Wait bound of a held gang before it moves to another rack. Default " +
+           Fmt(d.recovery_wait_s) + " (the operator's: 3 x notReadyGraceSeconds).",
+       Number("recovery-wait-seconds", o.recovery_wait_s, 0, true, "a number >= 0")},
       {"cross-domain-speed", "S",
        "Speed of a gang spanning more than one NVLink domain, in (0, 1]. Default " +
            Fmt(d.cross_domain_speed) + " (43% NVLink -> InfiniBand loss).",
@@ -303,8 +348,11 @@ StatusOr<SimConfig> ParseFlags(std::span<const std::string_view> args) {
     }
     NVL72_RETURN_IF_ERROR(flag->apply(value));
   }
-  if (!config.help && config.trace_path.empty()) {
-    return InvalidArgumentError("--trace is required (see --help)");
+  if (!config.help && !config.trace_path.empty() && !config.mix.empty()) {
+    return InvalidArgumentError("--trace and --mix exclude each other (see --help)");
+  }
+  if (!config.help && config.trace_path.empty() && config.mix.empty()) {
+    return InvalidArgumentError("--trace is required, or --mix llm (see --help)");
   }
   return config;
 }
@@ -316,10 +364,11 @@ std::string HelpText() {
          "policy, with the same seeded node failures, and compares them.\n\n"
          "Usage: nvl72-sim --trace FILE [flags]\n\nFlags:\n";
   for (const Flag& f : MakeFlags(scratch)) {
-    std::string head = "  --" + std::string(f.name);
-    if (!f.value_name.empty()) {
-      head += " " + std::string(f.value_name);
-    }
+    // Appended piece by piece: `"  --" + std::string(...)` trips GCC 12's -Wrestrict false
+    // positive at -O3 (GCC bug 105651), which broke the Release build.
+    std::string head = "  --";
+    head.append(f.name);
+    if (!f.value_name.empty()) head.append(" ").append(f.value_name);
     out << head;
     if (head.size() < 28) {
       out << std::string(28 - head.size(), ' ');

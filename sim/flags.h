@@ -22,7 +22,9 @@ enum class DefragScope { kOff, kOurs, kAll };
 std::string_view DefragScopeName(DefragScope scope);  // "off", "on", "all"
 
 struct SimConfig {
-  std::string trace_path;  // --trace (required)
+  std::string trace_path;  // --trace (required unless --mix)
+  std::string mix;         // --mix: "llm" replaces the trace by the synthetic mix (sim/synthetic.h)
+  double mix_days = 60;    // --mix-days: arrivals of the synthetic mix span this many days
   SimOptions options;      // cluster, speed, failure model, spares, seed, defrag budget
   DefragScope defrag = DefragScope::kOurs;  // --defrag; sets options.defrag.enabled per policy
   double load = 1.0;                        // --load: submission times are divided by it

@@ -86,6 +86,27 @@ TEST(ParseFlags, DefaultsAndOverrides) {
   EXPECT_EQ(c->defrag, DefragScope::kOff);
 }
 
+TEST(ParseFlags, FailureHeavyRegimesAndTheSyntheticMix) {
+  StatusOr<SimConfig> c = Parse({"--trace", "t.csv"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_DOUBLE_EQ(c->options.rack_mtbf_hours, 0);  // no sourced rate: off unless swept
+  EXPECT_DOUBLE_EQ(c->options.rack_repair_hours, 24);
+  EXPECT_EQ(c->options.gang_recovery, GangRecovery::kHold);  // the operator's recovery
+  EXPECT_DOUBLE_EQ(c->options.recovery_wait_s, 180);
+  EXPECT_TRUE(c->mix.empty());
+
+  c = Parse({"--mix", "llm", "--mix-days=7", "--rack-mtbf-hours", "720", "--rack-repair-hours", "6",
+             "--gang-recovery", "requeue", "--recovery-wait-seconds", "0"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->mix, "llm");
+  EXPECT_TRUE(c->trace_path.empty());
+  EXPECT_DOUBLE_EQ(c->mix_days, 7);
+  EXPECT_DOUBLE_EQ(c->options.rack_mtbf_hours, 720);
+  EXPECT_DOUBLE_EQ(c->options.rack_repair_hours, 6);
+  EXPECT_EQ(c->options.gang_recovery, GangRecovery::kRequeue);
+  EXPECT_DOUBLE_EQ(c->options.recovery_wait_s, 0);
+}
+
 TEST(ParseFlags, HelpNeedsNoTrace) {
   StatusOr<SimConfig> c = Parse({"--help"});
   ASSERT_TRUE(c.ok());
@@ -115,6 +136,13 @@ TEST(ParseFlags, BadValuesNameTheFlag) {
       {{"--trace", "t", "--json=1"}, "--json takes no value"},
       {{"--trace", "t", "--bogus", "1"}, "unknown flag --bogus"},
       {{"--trace", "t", "stray"}, "unexpected argument 'stray'"},
+      {{"--mix", "gpt"}, "--mix: expected llm"},
+      {{"--trace", "t", "--mix", "llm"}, "--trace and --mix exclude each other"},
+      {{"--mix", "llm", "--mix-days", "0"}, "--mix-days"},
+      {{"--trace", "t", "--rack-mtbf-hours", "-1"}, "--rack-mtbf-hours"},
+      {{"--trace", "t", "--rack-repair-hours", "x"}, "--rack-repair-hours"},
+      {{"--trace", "t", "--gang-recovery", "wait"}, "--gang-recovery: expected hold or requeue"},
+      {{"--trace", "t", "--recovery-wait-seconds", "-5"}, "--recovery-wait-seconds"},
   };
   for (const auto& [args, message] : cases) {
     StatusOr<SimConfig> c = Parse(args);
@@ -153,6 +181,12 @@ TEST(HelpText, DocumentsEveryFlagWithItsDefault) {
                            "--defrag-min-interval-seconds",
                            "--defrag-cooldown-seconds",
                            "--max-jobs",
+                           "--mix",
+                           "--mix-days",
+                           "--rack-mtbf-hours",
+                           "--rack-repair-hours",
+                           "--gang-recovery",
+                           "--recovery-wait-seconds",
                            "--json",
                            "--help"}) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
@@ -162,6 +196,8 @@ TEST(HelpText, DocumentsEveryFlagWithItsDefault) {
   EXPECT_NE(help.find("Default soft"), std::string::npos);
   EXPECT_NE(help.find("Default on."), std::string::npos);
   EXPECT_NE(help.find("Default 600"), std::string::npos);
+  EXPECT_NE(help.find("Default hold."), std::string::npos);
+  EXPECT_NE(help.find("Default 180"), std::string::npos);
 }
 
 }  // namespace

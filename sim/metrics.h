@@ -44,6 +44,9 @@ struct PolicyMetrics {
   int64_t pod_starts = 0;
   int64_t node_failures = 0;  // node outages that began before the run ended
   int64_t node_failures_hitting_jobs = 0;
+  int64_t gang_holds = 0;    // gang failures that waited holding their nodes (GangRecovery::kHold)
+  int64_t rack_outages = 0;  // whole-rack outages that began before the run ended
+  int64_t rack_outages_hitting_jobs = 0;
   int64_t job_interruptions = 0;  // jobs hit by a failure (pods + gangs)
   int64_t gang_failures = 0;
   int64_t gang_recovered_in_place = 0;

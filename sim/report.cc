@@ -31,6 +31,9 @@ nlohmann::json MetricsToJson(const PolicyMetrics& m) {
       {"pod_starts", m.pod_starts},
       {"node_failures", m.node_failures},
       {"node_failures_hitting_jobs", m.node_failures_hitting_jobs},
+      {"gang_holds", m.gang_holds},
+      {"rack_outages", m.rack_outages},
+      {"rack_outages_hitting_jobs", m.rack_outages_hitting_jobs},
       {"job_interruptions", m.job_interruptions},
       {"gang_failures", m.gang_failures},
       {"gang_recovered_in_place", m.gang_recovered_in_place},
@@ -70,7 +73,8 @@ nlohmann::json ReportToJson(const RunReport& report) {
     policies[m.policy] = MetricsToJson(m);
   }
   nlohmann::json config = {
-      {"trace", c.trace_path},
+      {"trace", c.mix.empty() ? c.trace_path : "synthetic:" + c.mix},
+      {"mix_days", c.mix.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.mix_days)},
       {"jobs", report.jobs},
       {"offered_gpu_hours", report.offered_gpu_hours},
       {"trace_span_s", report.trace_span_s},
@@ -86,6 +90,10 @@ nlohmann::json ReportToJson(const RunReport& report) {
       {"seed", o.seed},
       {"mtbf_hours", o.mtbf_hours},
       {"repair_hours", o.repair_hours},
+      {"rack_mtbf_hours", o.rack_mtbf_hours},
+      {"rack_repair_hours", o.rack_repair_hours},
+      {"gang_recovery", GangRecoveryName(o.gang_recovery)},
+      {"recovery_wait_s", o.recovery_wait_s},
       {"checkpoint_minutes", o.checkpoint_minutes},
       {"restart_minutes", o.restart_minutes},
       {"cross_domain_speed", o.cross_domain_speed},
@@ -104,16 +112,20 @@ namespace {
 void WriteConfig(std::ostream& out, const RunReport& report) {
   const SimConfig& c = report.config;
   const SimOptions& o = c.options;
-  out << "trace " << c.trace_path << ": " << report.jobs << " jobs, "
-      << Fixed(report.offered_gpu_hours, 0) << " GPU-hours over "
+  out << "trace " << (c.mix.empty() ? c.trace_path : "synthetic:" + c.mix) << ": " << report.jobs
+      << " jobs, " << Fixed(report.offered_gpu_hours, 0) << " GPU-hours over "
       << Fixed(report.trace_span_s / 86400, 1) << " days (load x" << Fixed(c.load, 2) << ")\n"
       << "cluster " << o.cluster.racks << " racks x " << o.cluster.nodes_per_rack << " nodes x "
       << o.cluster.gpus_per_node << " GPUs = " << o.cluster.TotalGpus() << " GPUs; spares "
       << o.spares << " (" << placement::SpareReserveName(o.spare_reserve)
       << " reserve); cross-domain speed " << Fixed(o.cross_domain_speed, 2) << "\n"
       << "failures: MTBF " << Fixed(o.mtbf_hours, 0) << " h/node, repair "
-      << Fixed(o.repair_hours, 1) << " h, checkpoint " << Fixed(o.checkpoint_minutes, 0)
-      << " min, restart " << Fixed(o.restart_minutes, 0) << " min, seed " << o.seed << "\n"
+      << Fixed(o.repair_hours, 1) << " h; rack outages: "
+      << (o.rack_mtbf_hours > 0 ? "MTBF " + Fixed(o.rack_mtbf_hours, 0) + " h/rack, repair " +
+                                      Fixed(o.rack_repair_hours, 1) + " h"
+                                : std::string("none"))
+      << "; checkpoint " << Fixed(o.checkpoint_minutes, 0) << " min, restart "
+      << Fixed(o.restart_minutes, 0) << " min, seed " << o.seed << "\n"
       << "preemptible: jobs of <= " << o.preemptible_max_gpus << " GPUs; defrag "
       << DefragScopeName(c.defrag) << " (<= " << o.defrag.max_moves << " moves per plan, "
       << Fixed(o.defrag.min_interval_s, 0) << " s between plans, cooldown "

@@ -4,11 +4,21 @@
 
 #include "placement/policy.h"
 #include "sim/engine.h"
+#include "sim/synthetic.h"
 #include "sim/trace.h"
 
 namespace nvl72::sim {
 
 StatusOr<RunReport> RunSimulation(const SimConfig& config) {
+  if (!config.mix.empty()) {
+    const ClusterShape& c = config.options.cluster;
+    MixOptions mix;
+    mix.cluster_gpus = c.TotalGpus();
+    mix.gpus_per_node = c.gpus_per_node;
+    mix.days = config.mix_days;
+    mix.seed = config.options.seed;
+    return RunSimulationOnTrace(config, MakeMixTrace(LlmMixRecipe(c.gpus_per_node), mix));
+  }
   StatusOr<Trace> trace = LoadTrace(config.trace_path);
   if (!trace.ok()) {
     return trace.status();

@@ -20,6 +20,8 @@ struct TraceJob {
   double duration_s = 0;    // seconds of work at full speed; >= 0
   int gpus = 0;             // > 0
   int line = 0;             // 1-based line in the file (the header is line 1)
+  // Nodes per segment of a gang (synthetic mixes); 0: the engine's rule (SegmentSizeFor).
+  int segment_nodes = 0;
 };
 
 struct Trace {
