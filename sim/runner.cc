@@ -12,12 +12,23 @@ namespace nvl72::sim {
 StatusOr<RunReport> RunSimulation(const SimConfig& config) {
   if (!config.mix.empty()) {
     const ClusterShape& c = config.options.cluster;
+    const std::vector<MixClass> recipe = LlmMixRecipe(c.gpus_per_node);
+    for (const MixClass& k : recipe) {
+      if (k.gpus > c.TotalGpus()) {
+        return InvalidArgumentError(
+            "--mix " + config.mix + ": its " + std::to_string(k.gpus) + "-GPU jobs need at least " +
+            std::to_string((k.gpus + c.nodes_per_rack * c.gpus_per_node - 1) /
+                           (c.nodes_per_rack * c.gpus_per_node)) +
+            " racks of " + std::to_string(c.nodes_per_rack) + " x " +
+            std::to_string(c.gpus_per_node) + " GPUs (--racks " + std::to_string(c.racks) + ")");
+      }
+    }
     MixOptions mix;
     mix.cluster_gpus = c.TotalGpus();
     mix.gpus_per_node = c.gpus_per_node;
     mix.days = config.mix_days;
     mix.seed = config.options.seed;
-    return RunSimulationOnTrace(config, MakeMixTrace(LlmMixRecipe(c.gpus_per_node), mix));
+    return RunSimulationOnTrace(config, MakeMixTrace(recipe, mix));
   }
   StatusOr<Trace> trace = LoadTrace(config.trace_path);
   if (!trace.ok()) {

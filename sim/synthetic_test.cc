@@ -5,6 +5,8 @@
 #include <map>
 #include <numeric>
 
+#include "sim/runner.h"
+
 namespace nvl72::sim {
 namespace {
 
@@ -64,6 +66,23 @@ TEST(MakeMixTrace, SortedDeterministicAndSeeded) {
   o.seed = 2;
   const Trace c = MakeMixTrace(LlmMixRecipe(4), o);
   EXPECT_TRUE(c.jobs.size() != a.jobs.size() || c.jobs[0].submission_s != a.jobs[0].submission_s);
+}
+
+// A cluster too small for the mix's largest jobs is bad input that says how many racks it needs,
+// whether or not such a job happens to arrive in the window.
+TEST(RunSimulation, MixOnTooFewRacksNamesTheRacksItNeeds) {
+  SimConfig config;
+  config.mix = "llm";
+  config.mix_days = 1;
+  config.options.cluster.racks = 2;
+  StatusOr<RunReport> r = RunSimulation(config);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("256-GPU jobs need at least 4 racks"), std::string::npos)
+      << r.status().message();
+  config.options.cluster.racks = 4;
+  config.policies = {"nvl72"};
+  EXPECT_TRUE(RunSimulation(config).ok());
 }
 
 }  // namespace
