@@ -8,6 +8,7 @@
 #include <set>
 
 #include "common/numbers.h"
+#include "common/rfc3339.h"
 
 namespace nvl72::model {
 namespace {
@@ -71,21 +72,6 @@ void MarkDegraded(placement::Snapshot& snap) {
   }
 }
 
-std::optional<std::chrono::system_clock::time_point> ParseRfc3339(const std::string& s) {
-  std::tm tm{};
-  int y, mo, d, h, mi, sec;
-  if (std::sscanf(s.c_str(), "%d-%d-%dT%d:%d:%d", &y, &mo, &d, &h, &mi, &sec) != 6) {
-    return std::nullopt;
-  }
-  tm.tm_year = y - 1900;
-  tm.tm_mon = mo - 1;
-  tm.tm_mday = d;
-  tm.tm_hour = h;
-  tm.tm_min = mi;
-  tm.tm_sec = sec;
-  return std::chrono::system_clock::from_time_t(timegm(&tm));
-}
-
 int ContainersGpu(const Json& containers, std::string_view resource, bool sum) {
   if (!containers.is_array()) return 0;
   int total = 0;
@@ -139,7 +125,8 @@ NodeHealth ReadyHealth(const Json& status) {
     if (StringAt(c, "type") != "Ready") continue;
     health.ready_condition = StringAt(c, "status") == "True";
     if (!health.ready_condition) {
-      health.not_ready_since = ParseRfc3339(StringAt(c, "lastTransitionTime"));
+      const auto since = ParseRfc3339(StringAt(c, "lastTransitionTime"));
+      if (since.ok()) health.not_ready_since = *since;
     }
   }
   return health;
