@@ -18,6 +18,7 @@ namespace {
 
 using std::chrono::seconds;
 using test_fixtures::Job;
+using test_fixtures::JobCacheLag;
 using test_fixtures::kNs;
 using test_fixtures::NodeName;
 using test_fixtures::SinglePod;
@@ -194,31 +195,6 @@ TEST_F(RecoveryTest, NoHealthyNodeInTheDomainWaitsThenMovesTheGang) {
   EXPECT_EQ(Condition("moe", model::kConditionRunning), "True");
   EXPECT_EQ(Condition("moe", model::kConditionRecovering), "False");
 }
-
-// An informer cache that stops showing job updates (Freeze) while nodes and pods stay current: what
-// a second worker sees right after the first one wrote a recovery.
-class JobCacheLag : public ObjectStore {
- public:
-  explicit JobCacheLag(ObjectStore* inner) : inner_(inner) {}
-  void Freeze() { frozen_ = inner_->Jobs(); }
-  std::vector<ObjectPtr> Jobs() const override { return frozen_; }
-  ObjectPtr Job(const std::string& key) const override {
-    for (const auto& j : frozen_) {
-      if (kube::KeyOf(*j) == key) return j;
-    }
-    return nullptr;
-  }
-  std::vector<ObjectPtr> Pods() const override { return inner_->Pods(); }
-  std::vector<ObjectPtr> PodsOfJob(const std::string& ns, const std::string& n) const override {
-    return inner_->PodsOfJob(ns, n);
-  }
-  std::vector<ObjectPtr> Nodes() const override { return inner_->Nodes(); }
-  ObjectPtr Node(const std::string& name) const override { return inner_->Node(name); }
-
- private:
-  ObjectStore* inner_;
-  std::vector<ObjectPtr> frozen_;
-};
 
 // A whole rack fails under two gangs. Both move to the one free rack; the second decision is made
 // before the cache shows the first (two workers, a lagging informer). They must not share a node:

@@ -62,10 +62,27 @@ inline Json SinglePod(const std::string& name, const std::string& node, bool pre
   return p;
 }
 
-// A store that shows a job as it was before it was admitted (a lagging informer cache).
-class StaleStore : public ObjectStore {
+// An informer cache that lags for jobs only: pods and nodes come from `inner`, the jobs shown are
+// the subclass's (the two-worker and stale-cache races of the reconciler and the recovery).
+class JobCacheView : public ObjectStore {
  public:
-  StaleStore(ObjectStore* inner, Json stale_job) : inner_(inner), stale_(std::move(stale_job)) {}
+  explicit JobCacheView(ObjectStore* inner) : inner_(inner) {}
+  std::vector<ObjectPtr> Pods() const override { return inner_->Pods(); }
+  std::vector<ObjectPtr> PodsOfJob(const std::string& ns, const std::string& n) const override {
+    return inner_->PodsOfJob(ns, n);
+  }
+  std::vector<ObjectPtr> Nodes() const override { return inner_->Nodes(); }
+  ObjectPtr Node(const std::string& name) const override { return inner_->Node(name); }
+
+ protected:
+  ObjectStore* inner_;
+};
+
+// Shows one job as it was before it was admitted; every other job as `inner` has it.
+class StaleStore : public JobCacheView {
+ public:
+  StaleStore(ObjectStore* inner, Json stale_job)
+      : JobCacheView(inner), stale_(std::move(stale_job)) {}
   std::vector<ObjectPtr> Jobs() const override {
     auto jobs = inner_->Jobs();
     for (auto& j : jobs) {
@@ -78,16 +95,27 @@ class StaleStore : public ObjectStore {
     if (j && kube::Name(*j) == kube::Name(stale_)) return std::make_shared<const Json>(stale_);
     return j;
   }
-  std::vector<ObjectPtr> Pods() const override { return inner_->Pods(); }
-  std::vector<ObjectPtr> PodsOfJob(const std::string& ns, const std::string& n) const override {
-    return inner_->PodsOfJob(ns, n);
-  }
-  std::vector<ObjectPtr> Nodes() const override { return inner_->Nodes(); }
-  ObjectPtr Node(const std::string& name) const override { return inner_->Node(name); }
 
  private:
-  ObjectStore* inner_;
   Json stale_;
+};
+
+// Stops showing job updates at Freeze(): what a second worker sees right after the first one wrote
+// a recovery.
+class JobCacheLag : public JobCacheView {
+ public:
+  using JobCacheView::JobCacheView;
+  void Freeze() { frozen_ = inner_->Jobs(); }
+  std::vector<ObjectPtr> Jobs() const override { return frozen_; }
+  ObjectPtr Job(const std::string& key) const override {
+    for (const auto& j : frozen_) {
+      if (kube::KeyOf(*j) == key) return j;
+    }
+    return nullptr;
+  }
+
+ private:
+  std::vector<ObjectPtr> frozen_;
 };
 
 // Drives a Reconciler over a FakeClient the way the controller would, synchronously, with a wall
