@@ -185,7 +185,9 @@ sweep_table() {  # sweep_table PREEMPTIBLE_MAX_GPUS MTBFS
   echo "soft reserve (the default; \"hard\" rows: \`--spare-reserve hard\`, the rule before), cross-domain"
   echo "speed 0.57. \"spare share\" = GPU-hours on nvl72's designated spare nodes / healthy GPU-hours,"
   echo "while jobs wait. \"gang recovery wait\" = gang failure -> the gang holds nodes again (0 when"
-  echo "recovered in place), over gang failures. Ratios are of the seed means."
+  echo "recovered in place at once), over gang failures; nvl72 recovers like the operator (a gang with"
+  echo "no free node in its rack holds its nodes and waits, \`--gang-recovery hold\`). Ratios are of"
+  echo "the seed means."
   echo
   echo "### Loads"
   load_tables
