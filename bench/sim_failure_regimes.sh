@@ -37,7 +37,7 @@ source "$ROOT/bench/sim_lib.sh"
 one_seed() {
   local out=$TMP/$1-$2-$3.json
   "$SIM" "${INPUT[@]}" --racks 8 --seed "$3" --mtbf-hours "$1" --rack-mtbf-hours "$2" \
-    --policies nvl72,domain-best-fit --json "${@:4}" >"$out"
+    --policies nvl72,domain-best-fit --json "${@:4}" >"$out" || return 1
   echo "$(metric "$out" nvl72 usable_capacity) $(metric "$out" domain-best-fit usable_capacity)" \
     "$(metric "$out" nvl72 gang_recovery_wait_mean_s) $(metric "$out" domain-best-fit gang_recovery_wait_mean_s)" \
     "$(metric "$out" nvl72 gang_failures) $(metric "$out" nvl72 gang_recovered_in_place)"
