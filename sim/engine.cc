@@ -201,6 +201,10 @@ class Run {
   void Occupy(int job_index, NodeId node);
   void ReleaseNode(int job_index, NodeId node);
   void Evict(NodeId node);  // requeues the preemptible jobs on `node`
+  // A held preemptible gang chosen for eviction: releases the nodes it kept and waits in its queue.
+  void DropHold(int job_index);
+  // The nodes a held gang still has (its ranks that are not missing).
+  std::vector<NodeId> KeptNodes(const Job& job) const;
   void Requeue(int job_index);
   void RefreshWaitingState();
   void Push(EventType type, double time, int subject, int epoch = 0);
@@ -816,6 +820,9 @@ void Run::DropHeldRank(int job_index, int node) {
 Status Run::RecoveryPass() {
   const std::vector<std::pair<double, int>> held(held_.begin(), held_.end());
   for (const auto& [failed_at, job_index] : held) {
+    if (jobs_[static_cast<size_t>(job_index)].state != JobState::kHeld) {
+      continue;  // evicted earlier in this pass (a preemptible gang)
+    }
     StatusOr<bool> replaced = ReplaceHeldRanks(job_index);
     if (!replaced.ok()) {
       return replaced.status();
@@ -869,13 +876,7 @@ StatusOr<bool> Run::ReplaceHeldRanks(int job_index) {
 StatusOr<bool> Run::MoveHeldGang(int job_index) {
   Job& job = jobs_[static_cast<size_t>(job_index)];
   const Shape& shape = shapes_[static_cast<size_t>(job.shape)];
-  std::vector<NodeId> kept;  // the nodes the gang still holds
-  for (size_t r = 0; r < job.placement.rank_nodes.size(); ++r) {
-    if (std::find(job.missing_ranks.begin(), job.missing_ranks.end(), static_cast<int>(r)) ==
-        job.missing_ranks.end()) {
-      kept.push_back(job.placement.rank_nodes[r]);
-    }
-  }
+  const std::vector<NodeId> kept = KeptNodes(job);
   for (NodeId node : kept) {
     ReleaseNode(job_index, node);
   }
@@ -945,9 +946,37 @@ void Run::Evict(NodeId node) {
       continue;
     }
     ++metrics_.preemptions;
+    if (job.state == JobState::kHeld) {
+      DropHold(job_index);  // already stopped: it only gives its nodes back
+      continue;
+    }
     CloseSegment(job, /*interrupted=*/true);
     Requeue(job_index);
   }
+}
+
+void Run::DropHold(int job_index) {
+  Job& job = jobs_[static_cast<size_t>(job_index)];
+  held_.erase({job.gang_failed_at_s, job_index});
+  for (NodeId node : KeptNodes(job)) {
+    ReleaseNode(job_index, node);
+  }
+  job.placement.rank_nodes.clear();
+  job.missing_ranks.clear();
+  job.state = JobState::kWaiting;  // still counted in waiting_jobs_; gang_failed_at_s stays
+  queues_[static_cast<size_t>(job.shape)].insert(job_index);
+  ++metrics_.requeues;
+}
+
+std::vector<NodeId> Run::KeptNodes(const Job& job) const {
+  std::vector<NodeId> kept;
+  for (size_t r = 0; r < job.placement.rank_nodes.size(); ++r) {
+    if (std::find(job.missing_ranks.begin(), job.missing_ranks.end(), static_cast<int>(r)) ==
+        job.missing_ranks.end()) {
+      kept.push_back(job.placement.rank_nodes[r]);
+    }
+  }
+  return kept;
 }
 
 void Run::HandleRepair(int node) {

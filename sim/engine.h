@@ -108,8 +108,8 @@ int SegmentSizeFor(int ranks, const ClusterShape& cluster, int spares);
 // FailureTimeline of options.mtbf_hours / repair_hours / seed. Returns InternalError if the policy
 // returns an invalid placement.
 // Rack outages likewise come from `rack_failures` or a FailureTimeline of rack_mtbf_hours /
-// rack_repair_hours seeded from RackStreamSeed(seed), so adding them leaves the node timeline as it
-// was.
+// rack_repair_hours seeded from RackTimelineSeed(seed), so adding them leaves the node timeline as
+// it was.
 StatusOr<PolicyMetrics> Simulate(const Trace& trace, const placement::PlacementPolicy& policy,
                                  const SimOptions& options, FailureSource* failures = nullptr,
                                  FailureSource* rack_failures = nullptr);

@@ -225,6 +225,26 @@ TEST(Simulate, HeldGangMovesAfterTheWaitBound) {
   }
 }
 
+// A held gang that is preemptible can still be evicted by another gang's recovery: it gives back
+// the node it kept and waits in the queue (no second interruption, no node released twice). 1 rack
+// x 5 nodes, no spare, jobs of <= 8 GPUs preemptible. t=0: P (8 GPUs) on n0 n1, G (12 GPUs) on
+// n2-n4. t=100: n0 fails, P is held on n1. t=200: n2 fails; G's only candidate is n1, lent by P: P
+// is evicted from its hold, G recovers in place on n1.
+TEST(Simulate, HeldPreemptibleGangEvictedByAnotherRecovery) {
+  const Trace trace = MakeTrace("P,0,500,8\nG,0,1000,12\n");
+  ScriptedFailures failures({{0, {NodeOutage{100, 300}}}, {2, {NodeOutage{200, 400}}}});
+  SimOptions options = Options(1, 5, /*spares=*/0);
+  options.preemptible_max_gpus = 8;
+  const PolicyMetrics m = RunPolicy(trace, "nvl72", options, &failures);
+  EXPECT_EQ(m.gang_failures, 2);
+  EXPECT_EQ(m.gang_holds, 1);
+  EXPECT_EQ(m.preemptions, 1);
+  EXPECT_EQ(m.requeues, 1);
+  EXPECT_EQ(m.gang_recovered_in_place, 1);  // G on n1
+  EXPECT_EQ(m.jobs_completed, 2);
+  EXPECT_EQ(m.jobs_never_placed, 0);
+}
+
 // A rack outage takes every node of the rack at once: no replacement in the rack, so nvl72 moves
 // the gang after its wait bound and domain-best-fit places it again at once. 2 racks x 3 nodes,
 // spares 1; rack0 is down [100, 5000).

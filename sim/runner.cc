@@ -1,5 +1,6 @@
 #include "sim/runner.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "placement/policy.h"
@@ -14,6 +15,14 @@ StatusOr<RunReport> RunSimulation(const SimConfig& config) {
     const ClusterShape& c = config.options.cluster;
     const std::vector<MixClass> recipe = LlmMixRecipe(c.gpus_per_node);
     for (const MixClass& k : recipe) {
+      const int nodes = (k.gpus + c.gpus_per_node - 1) / c.gpus_per_node;
+      const int segment = k.segment_nodes <= 0 ? 0 : std::min(k.segment_nodes, nodes);
+      if (segment > c.nodes_per_rack) {
+        return InvalidArgumentError("--mix " + config.mix + ": its " + std::to_string(k.gpus) +
+                                    "-GPU jobs need " + std::to_string(segment) +
+                                    " nodes in one rack (--nodes-per-rack " +
+                                    std::to_string(c.nodes_per_rack) + ")");
+      }
       if (k.gpus > c.TotalGpus()) {
         return InvalidArgumentError(
             "--mix " + config.mix + ": its " + std::to_string(k.gpus) + "-GPU jobs need at least " +

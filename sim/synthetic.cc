@@ -24,6 +24,8 @@ std::vector<MixClass> LlmMixRecipe(int gpus_per_node) {
   };
 }
 
+uint64_t MixSeed(uint64_t seed) { return NodeStreamSeed(~seed, -2); }
+
 Trace MakeMixTrace(const std::vector<MixClass>& recipe, const MixOptions& options) {
   Trace trace;
   trace.file = "synthetic:llm";
@@ -35,7 +37,7 @@ Trace MakeMixTrace(const std::vector<MixClass>& recipe, const MixOptions& option
     // Jobs per second that offer this class's share: share x demand / (GPUs x mean duration).
     const double rate = k.gpu_hour_share * gpu_s_per_s / (k.gpus * mean_s);
     if (rate <= 0) continue;
-    DeterministicRandom rng(NodeStreamSeed(options.seed, static_cast<int>(c)));
+    DeterministicRandom rng(NodeStreamSeed(MixSeed(options.seed), static_cast<int>(c)));
     int n = 0;
     for (double t = rng.Exponential(1 / rate); t < horizon_s; t += rng.Exponential(1 / rate)) {
       TraceJob job;

@@ -37,6 +37,10 @@ struct MixOptions {
   uint64_t seed = 1;
 };
 
+// Seed of the mix's per-class streams: apart from the node and rack outage streams of the same run
+// seed, so the workload does not repeat the failure draws (class c would otherwise share node c's).
+uint64_t MixSeed(uint64_t seed);
+
 // The trace ("file" is "synthetic:llm"), sorted in arrival order; `line` numbers the jobs from 2
 // like a CSV file would.
 Trace MakeMixTrace(const std::vector<MixClass>& recipe, const MixOptions& options);

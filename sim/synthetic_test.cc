@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 
+#include "sim/failure_model.h"
 #include "sim/runner.h"
 
 namespace nvl72::sim {
@@ -83,6 +84,27 @@ TEST(RunSimulation, MixOnTooFewRacksNamesTheRacksItNeeds) {
   config.options.cluster.racks = 4;
   config.policies = {"nvl72"};
   EXPECT_TRUE(RunSimulation(config).ok());
+  // Racks of 16 nodes cannot hold the 18-node gangs: said, not left as never-placed jobs.
+  config.options.cluster.racks = 8;
+  config.options.cluster.nodes_per_rack = 16;
+  r = RunSimulation(config);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("72-GPU jobs need 18 nodes in one rack"), std::string::npos)
+      << r.status().message();
+}
+
+// Class c's arrivals must not replay node c's outage draws (same seed, same stream order).
+TEST(MakeMixTrace, DrawsApartFromTheNodeFailureStreams) {
+  MixOptions o;
+  o.days = 30;
+  const Trace t = MakeMixTrace(LlmMixRecipe(4), o);
+  DeterministicRandom node0(NodeStreamSeed(o.seed, 0));
+  const double node0_first_uptime = node0.Exponential(1.0);
+  // The first job of class 0 (rack16) arrives after Exponential(1 / rate) of the mix stream; with
+  // a shared stream it would be the same draw scaled, i.e. the same uniform.
+  DeterministicRandom class0(NodeStreamSeed(MixSeed(o.seed), 0));
+  EXPECT_NE(class0.Exponential(1.0), node0_first_uptime);
+  ASSERT_FALSE(t.jobs.empty());
 }
 
 }  // namespace
