@@ -142,6 +142,8 @@ class Run {
   Status CheckGangNodes(const std::vector<NodeId>& nodes, const Shape& shape) const;
   // Records the waits that end when `job` starts now.
   void RecordStartWaits(Job& job, const Shape& shape);
+  // A gang requeued or held by a failure holds all its nodes again now: its recovery wait ends.
+  void EndRecoveryWait(Job& job);
   // Starts `job_index` if it fits and takes it out of its queue.
   StatusOr<bool> StartQueued(int job_index);
   // The running jobs as the defragmentation planner sees them.
@@ -472,12 +474,15 @@ StatusOr<bool> Run::PlacePodJob(Job& job, const Shape& shape) {
   return true;
 }
 
+void Run::EndRecoveryWait(Job& job) {
+  recovery_waits_.push_back(now_ - job.gang_failed_at_s);
+  metrics_.gang_recovery_wait_gpu_hours += job.trace->gpus * (now_ - job.gang_failed_at_s) / 3600.0;
+  job.gang_failed_at_s = -1;
+}
+
 void Run::RecordStartWaits(Job& job, const Shape& shape) {
   if (job.gang_failed_at_s >= 0) {
-    recovery_waits_.push_back(now_ - job.gang_failed_at_s);
-    metrics_.gang_recovery_wait_gpu_hours +=
-        job.trace->gpus * (now_ - job.gang_failed_at_s) / 3600.0;
-    job.gang_failed_at_s = -1;
+    EndRecoveryWait(job);
   }
   if (job.first_start_s < 0) {
     job.first_start_s = now_;
@@ -906,9 +911,7 @@ void Run::ResumeHeld(int job_index, bool in_place) {
   if (in_place) {
     ++metrics_.gang_recovered_in_place;
   }
-  recovery_waits_.push_back(now_ - job.gang_failed_at_s);
-  metrics_.gang_recovery_wait_gpu_hours += job.trace->gpus * (now_ - job.gang_failed_at_s) / 3600.0;
-  job.gang_failed_at_s = -1;
+  EndRecoveryWait(job);
   stats_dirty_ = true;
   BeginSegment(job, job_index, /*restart=*/true);
 }
